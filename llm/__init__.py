@@ -1,0 +1,1 @@
+"""Model layer: providers, budgets, admission, fallback, prompt building (see README)."""

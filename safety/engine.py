@@ -1,0 +1,322 @@
+"""The matching engine: cues found at word starts, idioms and negations applied, rules evaluated.
+
+Three passes over a normalised text:
+
+1. **Cues.** Every word start is looked up by its first two characters in the rule set's
+   index; only the patterns filed under that key are tried there (``Pattern.match`` at that
+   position), so the cost grows with the number of words, not with the number of patterns.
+   Words are also tried against the fuzzy words filed under their first letter.
+2. **Idioms and negations.** Cues inside an idiom ("mourir de rire") are dropped. A negation
+   trigger ("pas de", "aucune", "sans", "n'y a plus") drops the *negatable* cues that start
+   in its scope: up to ``NEGATION_SCOPE`` words after it, stopped earlier by punctuation or a
+   ``terminator`` ("mais"). Only the negated cue goes; the rest of the message still counts.
+3. **Rules.** A rule fires when it finds one cue of each of its classes with at most
+   ``window`` words between them (a cue's own length does not count), and no cue of an
+   ``unless`` class within that class's number of words on either side of the cluster (0:
+   overlapping it; null: anywhere in the message).
+
+Everything is deterministic. The caller gives a deadline; ``DeadlineExceededError`` is raised
+when it passes, so that the caller can fail toward the card.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import product
+from typing import NamedTuple
+
+import regex
+
+from safety.ruleset import (
+    MAX_LOOKBEHIND,
+    SPECIAL_TERMS,
+    CompiledRule,
+    FuzzyIndex,
+    RuleSet,
+    TrieNode,
+)
+
+__all__ = [
+    "LONG_INPUT",
+    "NEGATION_SCOPE",
+    "DeadlineExceededError",
+    "Firing",
+    "Hit",
+    "evaluate",
+    "find_hits",
+]
+
+NEGATION_SCOPE = 5
+# Above this many characters, every match also runs under the regex module's timeout.
+LONG_INPUT = 2_000
+_BEHIND = MAX_LOOKBEHIND
+_AHEAD = 240
+
+
+def _order(entry: tuple[int, str, regex.Pattern[str]]) -> int:
+    return entry[0]
+
+
+# Word splitting uses the standard library: \w+ is linear, and re is several times faster.
+_WORD = re.compile(r"\w+")
+_CLAUSE_BREAK = regex.compile(r"[.,;:!?()\[\]\"«»]")
+
+
+class DeadlineExceededError(Exception):
+    """The time budget of one detection ran out."""
+
+
+class Hit(NamedTuple):
+    """One cue in the normalised text: its class, character span and word span."""
+
+    term: str
+    start: int
+    end: int
+    word: int
+    last_word: int
+
+
+class _Sorted:
+    """The hits of one class, sorted by word, with range queries on word spans."""
+
+    __slots__ = ("hits", "longest", "words")
+
+    def __init__(self, hits: list[Hit]) -> None:
+        self.hits = hits  # found word by word, so already sorted by first word
+        self.words = [h.word for h in hits]
+        self.longest = max(h.last_word - h.word for h in hits)
+
+    def within(self, lo: int, hi: int) -> list[Hit]:
+        """Hits lying entirely inside words [lo, hi]."""
+        index = bisect_left(self.words, lo)
+        end = bisect_right(self.words, hi)
+        return [h for h in self.hits[index:end] if h.last_word <= hi]
+
+    def overlaps(self, lo: int, hi: int) -> bool:
+        """Whether a hit shares at least one word with [lo, hi]."""
+        index = bisect_left(self.words, lo - self.longest)
+        end = bisect_right(self.words, hi)
+        return any(h.last_word >= lo for h in self.hits[index:end])
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    rule: CompiledRule
+    hits: tuple[Hit, ...]
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        raise DeadlineExceededError
+    return left
+
+
+def find_hits(ruleset: RuleSet, text: str, deadline: float) -> tuple[list[Hit], list[int]]:
+    """All cues of ``text``, and the start offset of every word.
+
+    Short inputs are bounded by construction (the ReDoS guard test runs every pattern on
+    adversarial input) and checked against the deadline every few words. Long inputs (over
+    ``LONG_INPUT`` characters) also run every match under the regex module's own timeout,
+    and match each distinct context once: the cues found at a word depend only on the text
+    from ``_BEHIND`` characters before it to ``_AHEAD`` after it (lookbehinds are capped at
+    load time), so a repeated context, the stuff of adversarial input, costs a lookup.
+    """
+    long_input = len(text) > LONG_INPUT
+    timeout = _remaining(deadline) if long_input else None
+    words = [m.span() for m in _WORD.finditer(text)]
+    starts = [start for start, _ in words]
+    hits: list[Hit] = []
+    cache: dict[str, list[tuple[str, int]]] = {}
+    trie, fuzzy_index = ruleset.prefix_trie, ruleset.fuzzy_index
+    length = len(text)
+    for number, (start, end) in enumerate(words):
+        if long_input:
+            context = text[max(0, start - _BEHIND) : start + _AHEAD]
+            cached = cache.get(context)
+            if cached is not None:
+                for term, size in cached:
+                    last = bisect_right(starts, start + size - 1) - 1
+                    hits.append(Hit(term, start, start + size, number, last))
+                continue
+            timeout = _remaining(deadline)
+        elif number % 16 == 0:
+            _remaining(deadline)
+        found = _cues_at(text, start, end, length, trie, fuzzy_index, timeout)
+        if long_input:
+            cache[context] = found
+        for term, size in found:
+            last = bisect_right(starts, start + size - 1) - 1
+            hits.append(Hit(term, start, start + size, number, last))
+    return hits, starts
+
+
+def _cues_at(
+    text: str,
+    start: int,
+    end: int,
+    length: int,
+    trie: TrieNode,
+    fuzzy_index: FuzzyIndex,
+    timeout: float | None,
+) -> list[tuple[str, int]]:
+    """(term, match length) of every cue class found at the word ``text[start:end]``."""
+    # Walk the trie of literal prefixes from this word start.
+    candidates: list[tuple[int, str, regex.Pattern[str]]] = []
+    node: TrieNode | None = trie.children.get(text[start])
+    index = start + 1
+    while node is not None:
+        if node.entries:
+            candidates.extend(node.entries)
+        if index >= length:
+            break
+        node = node.children.get(text[index])
+        index += 1
+    fuzzy = fuzzy_index.get(text[start])
+    if not candidates and fuzzy is None:
+        return []
+    # Within a class, the first pattern in file order wins, as in an alternation.
+    candidates.sort(key=_order)
+    found: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    for _, term, pattern in candidates:
+        if term in seen:
+            continue
+        # Passing timeout=None still costs: only pass it on long inputs.
+        match = (
+            pattern.match(text, start)
+            if timeout is None
+            else pattern.match(text, start, timeout=timeout)
+        )
+        if match is not None and match.end() > start:
+            found.append((term, match.end() - start))
+            seen.add(term)
+    if fuzzy is not None:
+        word = text[start:end]
+        for term, canonical, compiled, edits in fuzzy:
+            if term in seen or abs(len(word) - len(canonical)) > edits:
+                continue
+            if compiled.fullmatch(word, timeout=timeout) is not None:
+                found.append((term, end - start))
+                seen.add(term)
+    return found
+
+
+class _Cover:
+    """A union of character intervals, queried in O(log n)."""
+
+    __slots__ = ("ends", "starts")
+
+    def __init__(self, intervals: list[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for start, end in sorted(intervals):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        self.starts = [s for s, _ in merged]
+        self.ends = [e for _, e in merged]
+
+    def contains(self, position: int) -> bool:
+        index = bisect_right(self.starts, position) - 1
+        return index >= 0 and position < self.ends[index]
+
+    def overlaps(self, start: int, end: int) -> bool:
+        index = bisect_left(self.ends, start + 1)  # first interval ending after ``start``
+        return index < len(self.starts) and self.starts[index] < end
+
+
+def _negation_scopes(text: str, hits: list[Hit], starts: list[int]) -> _Cover:
+    terminators = sorted(h.start for h in hits if h.term == "terminator")
+    scopes = []
+    for trigger in (h for h in hits if h.term == "negation"):
+        limit_word = trigger.last_word + NEGATION_SCOPE + 1
+        end = starts[limit_word] if limit_word < len(starts) else len(text)
+        brk = _CLAUSE_BREAK.search(text, trigger.end, end)
+        if brk is not None:
+            end = brk.start()
+        index = bisect_left(terminators, trigger.end)
+        if index < len(terminators):
+            end = min(end, terminators[index])
+        scopes.append((trigger.start, end))
+    return _Cover(scopes)
+
+
+def _live(ruleset: RuleSet, text: str, hits: list[Hit], starts: list[int]) -> list[Hit]:
+    """Cues that count: not inside an idiom, not negated, not engine classes."""
+    idioms = [(h.start, h.end) for h in hits if h.term == "idiom"]
+    if idioms:
+        cover = _Cover(idioms)
+        hits = [h for h in hits if not cover.overlaps(h.start, h.end)]
+    scopes = _negation_scopes(text, hits, starts)
+    terms = ruleset.terms
+    return [
+        h
+        for h in hits
+        if h.term not in SPECIAL_TERMS
+        and not (terms[h.term].negatable and scopes.contains(h.start))
+    ]
+
+
+def _fire(
+    rule: CompiledRule, by_term: dict[str, _Sorted], deadline: float
+) -> tuple[Hit, ...] | None:
+    groups = [by_term.get(name) for name in rule.cues]
+    if any(group is None for group in groups):
+        return None
+    anchors, *others = (group for group in groups if group is not None)
+    for anchor in anchors.hits:
+        _remaining(deadline)
+        near = [
+            group.within(
+                anchor.word - rule.window - 1 - group.longest, anchor.last_word + rule.window + 1
+            )
+            for group in others
+        ]
+        for combo in product(*near):
+            cluster = (anchor, *combo)
+            # The words between cues; a cue's own length does not count.
+            if max(h.word for h in cluster) - min(h.last_word for h in cluster) - 1 > rule.window:
+                continue
+            first = min(h.word for h in cluster)
+            last = max(h.last_word for h in cluster)
+            if not _blocked(rule, first, last, by_term):
+                return cluster
+    return None
+
+
+def _blocked(rule: CompiledRule, first: int, last: int, by_term: dict[str, _Sorted]) -> bool:
+    for name, window in rule.unless:
+        group = by_term.get(name)
+        if group is None:
+            continue
+        if window is None:
+            return True
+        if group.overlaps(first - window, last + window):
+            return True
+    return False
+
+
+def evaluate(ruleset: RuleSet, text: str, deadline: float) -> list[Firing]:
+    """The rules of ``ruleset`` that fire on the normalised ``text``, in rule-set order."""
+    hits, starts = find_hits(ruleset, text, deadline)
+    if not hits:
+        return []
+    live = _live(ruleset, text, hits, starts)
+    grouped: defaultdict[str, list[Hit]] = defaultdict(list)
+    for hit in live:
+        grouped[hit.term].append(hit)
+    by_term = {name: _Sorted(hits) for name, hits in grouped.items()}
+    firings = []
+    present = by_term.keys()
+    for rule in ruleset.rules:
+        if not present >= rule.cue_set:
+            continue
+        cluster = _fire(rule, by_term, deadline)
+        if cluster is not None:
+            firings.append(Firing(rule, cluster))
+    return firings

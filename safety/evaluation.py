@@ -1,0 +1,145 @@
+"""Scoring a rule set against a labelled corpus, and previewing a candidate rule set.
+
+Pure functions over rows already read: ``nuisances safety eval`` does the reading and printing.
+A row is ``{"id", "text", "expected", "tier"}`` as in ``tests/corpus/safety.jsonl``: ``clear``
+rows are scored, ``edge`` rows are reported apart (genuinely ambiguous, never asserted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from safety.detect import Detection, detect
+from safety.ruleset import RuleSet
+
+__all__ = ["RISK_CATEGORIES", "Comparison", "Outcome", "Report", "compare", "score"]
+
+RISK_CATEGORIES = ("danger", "represailles", "detresse")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One row and what the detector said of it."""
+
+    id: str
+    text: str
+    expected: str
+    tier: str
+    got: str
+    rules: tuple[str, ...]
+
+    @property
+    def card_expected(self) -> bool:
+        return self.expected != "rien"
+
+    @property
+    def card_shown(self) -> bool:
+        return self.got != "rien"
+
+    @property
+    def missed(self) -> bool:
+        """A risk line with no card: the failure that can cost a life."""
+        return self.card_expected and not self.card_shown
+
+    @property
+    def false_alarm(self) -> bool:
+        return not self.card_expected and self.card_shown
+
+    @property
+    def wrong_category(self) -> bool:
+        """A card shown, but for another risk category."""
+        return self.card_expected and self.card_shown and self.got != self.expected
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    outcomes: tuple[Outcome, ...]
+    card_recall: dict[str, float] = field(default_factory=dict)  # per category, clear rows
+    category_recall: dict[str, float] = field(default_factory=dict)
+    category_accuracy: float = 0.0  # clear risk rows whose category is right
+    false_alarm_rate: float = 0.0  # clear 'rien' rows that raised a card
+    edge_agreement: float = 0.0  # edge rows whose category matches the label
+
+    def rows(self, tier: str) -> list[Outcome]:
+        return [o for o in self.outcomes if o.tier == tier]
+
+    @property
+    def misses(self) -> list[Outcome]:
+        return [o for o in self.rows("clear") if o.missed]
+
+    @property
+    def wrong_categories(self) -> list[Outcome]:
+        return [o for o in self.rows("clear") if o.wrong_category]
+
+    @property
+    def false_alarms(self) -> list[Outcome]:
+        return [o for o in self.rows("clear") if o.false_alarm]
+
+
+def _ratio(part: int, whole: int) -> float:
+    return part / whole if whole else 1.0
+
+
+def _outcome(row: Mapping[str, str], detection: Detection) -> Outcome:
+    return Outcome(
+        id=row["id"],
+        text=row["text"],
+        expected=row["expected"],
+        tier=row.get("tier", "clear"),
+        got=detection.category,
+        rules=detection.rules,
+    )
+
+
+def score(rows: Iterable[Mapping[str, str]], ruleset: RuleSet | None = None) -> Report:
+    """Run the detector (with ``ruleset``, or the shipped one) over ``rows`` and score it."""
+    outcomes = tuple(_outcome(row, detect(row["text"], ruleset=ruleset)) for row in rows)
+    clear = [o for o in outcomes if o.tier == "clear"]
+    risk = [o for o in clear if o.card_expected]
+    calm = [o for o in clear if not o.card_expected]
+    edge = [o for o in outcomes if o.tier != "clear"]
+    card_recall, category_recall = {}, {}
+    for category in RISK_CATEGORIES:
+        these = [o for o in clear if o.expected == category]
+        card_recall[category] = _ratio(sum(o.card_shown for o in these), len(these))
+        category_recall[category] = _ratio(sum(o.got == category for o in these), len(these))
+    return Report(
+        outcomes=outcomes,
+        card_recall=card_recall,
+        category_recall=category_recall,
+        category_accuracy=_ratio(sum(o.got == o.expected for o in risk), len(risk)),
+        false_alarm_rate=_ratio(sum(o.false_alarm for o in calm), len(calm)) if calm else 0.0,
+        edge_agreement=_ratio(sum(o.got == o.expected for o in edge), len(edge)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """What a candidate rule set changes, row by row, against the current one."""
+
+    current: Report
+    candidate: Report
+    newly_caught: tuple[Outcome, ...]  # a card now where a risk row had none
+    newly_missed: tuple[Outcome, ...]  # a risk row that loses its card
+    new_false_alarms: tuple[Outcome, ...]
+    fixed_false_alarms: tuple[Outcome, ...]
+    category_changes: tuple[tuple[Outcome, Outcome], ...]  # (before, after), both with a card
+
+
+def compare(rows: Iterable[Mapping[str, str]], current: RuleSet, candidate: RuleSet) -> Comparison:
+    materialised = list(rows)
+    before = score(materialised, current)
+    after = score(materialised, candidate)
+    pairs = list(zip(before.outcomes, after.outcomes, strict=True))
+    return Comparison(
+        current=before,
+        candidate=after,
+        newly_caught=tuple(a for b, a in pairs if b.missed and not a.missed),
+        newly_missed=tuple(a for b, a in pairs if a.missed and not b.missed),
+        new_false_alarms=tuple(a for b, a in pairs if a.false_alarm and not b.false_alarm),
+        fixed_false_alarms=tuple(a for b, a in pairs if b.false_alarm and not a.false_alarm),
+        category_changes=tuple(
+            (b, a) for b, a in pairs if b.card_shown and a.card_shown and b.got != a.got
+        ),
+    )

@@ -1,0 +1,1 @@
+"""The chat API, its settings, persistence and command line (see README)."""

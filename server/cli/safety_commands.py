@@ -1,0 +1,242 @@
+"""``nuisances safety check|eval|bench``: the detector from the command line."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from safety import detect
+from safety.adversarial import adversarial_inputs
+from safety.evaluation import RISK_CATEGORIES, Outcome, Report, compare, score
+from safety.ruleset import RuleSet, RuleSetError, default_ruleset, load_ruleset
+
+app = typer.Typer(help="The emergency detector: check a message, score a corpus, measure speed.")
+console = Console(highlight=False, soft_wrap=True)
+
+_STYLE = {"danger": "bold red", "detresse": "bold magenta", "represailles": "bold yellow"}
+
+
+def _read_rows(path: Path) -> list[dict[str, str]]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise typer.BadParameter(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            if not isinstance(row, dict) or not {"text", "expected"} <= row.keys():
+                raise typer.BadParameter(f"{path}:{number}: needs 'text' and 'expected'")
+            row.setdefault("id", f"line-{number}")
+            rows.append(row)
+    return rows
+
+
+def _load(path: Path | None) -> RuleSet:
+    try:
+        return default_ruleset() if path is None else load_ruleset(path)
+    except RuleSetError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+@app.command()
+def check(
+    text: Annotated[str, typer.Argument(help="The message, as a person would type it.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the detection as JSON.")] = False,
+) -> None:
+    """Classify one message; show its category, the rules that fired and the matched spans."""
+    detection = detect(text)
+    if as_json:
+        payload = {
+            "category": detection.category,
+            "categories": detection.categories,
+            "topics": detection.topics,
+            "rules": detection.rules,
+            "spans": detection.spans,
+            "normalized": detection.normalized,
+        }
+        typer.echo(json.dumps(payload, ensure_ascii=False))
+        return
+    style = _STYLE.get(detection.category, "bold green")
+    console.print(Text("category: ", style="bold") + Text(detection.category, style=style))
+    if detection.categories[1:]:
+        console.print(f"also: {', '.join(detection.categories[1:])}")
+    if detection.topics:
+        console.print(f"topics: {', '.join(detection.topics)}")
+    highlighted = Text(text)
+    for start, end in detection.spans:
+        highlighted.stylize("reverse " + style, start, end)
+    console.print(highlighted)
+    for match in detection.matches:
+        quoted = " | ".join(repr(text[s:e]) for s, e in match.spans)
+        console.print(f"  {match.rule} ({match.category}): {quoted}")
+    console.print(f"normalized: {detection.normalized}", style="dim")
+
+
+def _outcome_line(outcome: Outcome) -> str:
+    rules = ",".join(outcome.rules) or "-"
+    return (
+        f"  {outcome.id}: expected {outcome.expected}, got {outcome.got} [{rules}] {outcome.text!r}"
+    )
+
+
+def _summary(report: Report) -> list[str]:
+    clear_risk = [o for o in report.rows("clear") if o.card_expected]
+    clear_calm = [o for o in report.rows("clear") if not o.card_expected]
+    cards = sum(o.card_shown for o in clear_risk)
+    recalls = ", ".join(
+        f"{c} {report.card_recall[c]:.1%} (category {report.category_recall[c]:.1%})"
+        for c in RISK_CATEGORIES
+    )
+    return [
+        f"card recall per category (clear): {recalls}",
+        f"clear risk lines with a card: {cards}/{len(clear_risk)}"
+        f" ({cards / max(1, len(clear_risk)):.1%})",
+        f"category accuracy on clear risk lines: {report.category_accuracy:.1%};"
+        f" edge agreement: {report.edge_agreement:.1%} of {len(report.rows('edge'))}",
+        f"false alarms on clear 'rien' lines: {len(report.false_alarms)}/{len(clear_calm)}"
+        f" ({report.false_alarm_rate:.1%})",
+    ]
+
+
+def _report_json(report: Report) -> dict[str, Any]:
+    return {
+        "card_recall": report.card_recall,
+        "category_recall": report.category_recall,
+        "category_accuracy": report.category_accuracy,
+        "false_alarm_rate": report.false_alarm_rate,
+        "edge_agreement": report.edge_agreement,
+        "misses": [o.id for o in report.misses],
+        "wrong_categories": [o.id for o in report.wrong_categories],
+        "false_alarms": [o.id for o in report.false_alarms],
+        "edge_disagreements": [o.id for o in report.rows("edge") if o.got != o.expected],
+    }
+
+
+@app.command(name="eval")
+def evaluate(
+    corpus: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL corpus.")],
+    rules: Annotated[
+        Path | None,
+        typer.Option(exists=True, file_okay=False, help="A candidate rule directory to preview."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print figures as JSON.")] = False,
+) -> None:
+    """Score the detector on a labelled corpus; with --rules, preview a candidate rule set."""
+    rows = _read_rows(corpus)
+    if rules is not None:
+        _preview(rows, _load(rules), as_json)
+        return
+    report = score(rows)
+    if as_json:
+        typer.echo(json.dumps(_report_json(report), ensure_ascii=False, indent=2))
+        return
+    for title, outcomes in (
+        ("Missed (risk lines with no card)", report.misses),
+        ("Wrong category (card shown, other category)", report.wrong_categories),
+        ("False alarms (clear 'rien' lines with a card)", report.false_alarms),
+        (
+            "Edge lines that disagree with their label (reported, not scored)",
+            [o for o in report.rows("edge") if o.got != o.expected],
+        ),
+    ):
+        console.print(f"{title}: {len(outcomes)}", style="bold")
+        for outcome in outcomes:
+            console.print(_outcome_line(outcome), markup=False)
+    for line in _summary(report):
+        console.print(line, markup=False)
+
+
+def _preview(rows: list[dict[str, str]], candidate: RuleSet, as_json: bool) -> None:
+    diff = compare(rows, default_ruleset(), candidate)
+    groups = {
+        "newly caught": diff.newly_caught,
+        "newly missed": diff.newly_missed,
+        "new false alarms": diff.new_false_alarms,
+        "fixed false alarms": diff.fixed_false_alarms,
+    }
+    if as_json:
+        payload: dict[str, Any] = {
+            k.replace(" ", "_"): [o.id for o in v] for k, v in groups.items()
+        }
+        payload["category_changes"] = [[b.id, b.got, a.got] for b, a in diff.category_changes]
+        payload["current"] = _report_json(diff.current)
+        payload["candidate"] = _report_json(diff.candidate)
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    for title, outcomes in groups.items():
+        console.print(f"{title}: {len(outcomes)}", style="bold")
+        for outcome in outcomes:
+            console.print(_outcome_line(outcome), markup=False)
+    console.print(f"category changes: {len(diff.category_changes)}", style="bold")
+    for before, after in diff.category_changes:
+        console.print(f"  {before.id}: {before.got} -> {after.got}", markup=False)
+    table = Table("figure", "current", "candidate")
+    for name, old, new in zip(
+        ("recall", "accuracy", "alarms"),
+        _summary(diff.current)[1:],
+        _summary(diff.candidate)[1:],
+        strict=True,
+    ):
+        table.add_row(name, old, new)
+    console.print(table)
+
+
+def _percentile(sorted_values: list[float], share: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(share * len(sorted_values)))]
+
+
+@app.command()
+def bench(
+    corpus: Annotated[
+        Path, typer.Option(exists=True, dir_okay=False, help="JSONL corpus of messages.")
+    ] = Path("tests/corpus/safety.jsonl"),
+    repeat: Annotated[int, typer.Option(min=1, help="Passes over the corpus.")] = 20,
+) -> None:
+    """Print throughput and latency percentiles over a corpus, and the adversarial worst case."""
+    texts = [row["text"] for row in _read_rows(corpus)]
+    ruleset = default_ruleset()
+    for text in texts:  # warm caches: the fold table, regex internals
+        detect(text)
+    timings: list[float] = []
+    started = time.perf_counter()
+    for _ in range(repeat):
+        for text in texts:
+            begin = time.perf_counter()
+            detect(text)
+            timings.append(time.perf_counter() - begin)
+    wall = time.perf_counter() - started
+    timings.sort()
+    us = 1e6
+    console.print(
+        f"corpus: {len(texts)} messages x {repeat} passes, {len(timings) / wall:,.0f} messages/s"
+    )
+    console.print(
+        f"latency per message: median {statistics.median(timings) * us:.1f} us,"
+        f" p90 {_percentile(timings, 0.90) * us:.1f} us,"
+        f" p99 {_percentile(timings, 0.99) * us:.1f} us, max {timings[-1] * us:.1f} us"
+    )
+    worst_name, worst = "", 0.0
+    table = Table("adversarial input (10 KB)", "best of 3 (ms)", "verdict")
+    for name, text in adversarial_inputs(ruleset):
+        best = float("inf")
+        verdict = ""
+        for _ in range(3):
+            begin = time.perf_counter()
+            detection = detect(text)
+            best = min(best, time.perf_counter() - begin)
+            verdict = ",".join(detection.rules[:2]) or detection.category
+        table.add_row(name, f"{best * 1e3:.2f}", verdict)
+        if best > worst:
+            worst_name, worst = name, best
+    console.print(table)
+    console.print(f"worst case over 10 KB adversarial inputs: {worst * 1e3:.2f} ms ({worst_name})")

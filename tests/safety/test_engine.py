@@ -1,0 +1,89 @@
+"""The engine's semantics on a small rule set of our own: windows, negation, idioms, unless."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from safety import detect
+from safety.ruleset import RuleSet, load_ruleset
+
+LEXICON = """
+family: lexique
+description: Engine classes for the tests.
+terms:
+  negation: {negatable: false, patterns: ['pas\\b', 'aucune?\\b', 'n''y a plus\\b']}
+  terminator: {negatable: false, patterns: ['mais\\b']}
+  idiom: {negatable: false, patterns: ["feu d'artifice"]}
+"""
+FAMILY = """
+family: test
+description: Test family, small on purpose.
+terms:
+  hazard: {patterns: ['gaz\\b', 'feu\\b']}
+  sign: {patterns: ['pue\\b', 'sent\\b']}
+  benign: {patterns: ['cuisine\\b']}
+  despair: {negatable: false, patterns: ['plus envie de vivre']}
+  typo: {fuzzy: [incendie]}
+rules:
+  - id: test.presence
+    category: danger
+    topics: [gaz]
+    description: A hazard and a sign of its presence.
+    cues: [hazard, sign]
+    window: 3
+    unless: {benign: 2}
+  - id: test.despair
+    category: detresse
+    topics: [suicide]
+    description: Despair expressed through a negation.
+    cues: [despair]
+    window: 0
+  - id: test.fuzzy
+    category: danger
+    topics: [feu]
+    description: A misspelt fire word.
+    cues: [typo]
+    window: 0
+"""
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
+    directory: Path = tmp_path_factory.mktemp("rules")
+    (directory / "_lexicon.yaml").write_text(LEXICON, encoding="utf-8")
+    (directory / "test.yaml").write_text(FAMILY, encoding="utf-8")
+    return load_ruleset(directory)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("ça pue le gaz", "danger", id="sign before hazard"),
+        pytest.param("le gaz pue", "danger", id="hazard before sign"),
+        pytest.param("gaz un deux trois pue", "danger", id="three words between: inside window"),
+        pytest.param("gaz un deux trois quatre pue", "rien", id="four words between: outside"),
+        pytest.param("pas de gaz qui pue", "rien", id="negated hazard"),
+        pytest.param("pas de feu mais le gaz pue", "danger", id="terminator ends the scope"),
+        pytest.param("aucune odeur, le gaz pue", "danger", id="punctuation ends the scope"),
+        pytest.param("pas un deux trois quatre cinq le gaz pue", "danger", id="scope is 5 words"),
+        pytest.param("n'y a plus de gaz qui pue", "rien", id="multi-word trigger"),
+        pytest.param("feu d'artifice qui pue", "rien", id="idiom hides its words"),
+        pytest.param("feu d'artifice et le gaz pue", "danger", id="idiom hides only its words"),
+        pytest.param("la cuisine au gaz pue", "rien", id="unless within 2 words"),
+        pytest.param("la cuisine un deux trois gaz pue", "danger", id="unless too far"),
+        pytest.param("j'ai plus envie de vivre", "detresse", id="despair is never negated"),
+        pytest.param("pas plus envie de vivre", "detresse", id="even after a trigger"),
+        pytest.param("un incandie", "danger", id="one edit on a fuzzy word"),
+        pytest.param("un incndei", "rien", id="too many edits"),
+    ],
+)
+def test_engine_semantics(rules: RuleSet, text: str, expected: str) -> None:
+    assert detect(text, ruleset=rules).category == expected
+
+
+def test_budget_exhausted_fails_toward_the_card(rules: RuleSet) -> None:
+    detection = detect("rien de spécial " * 50, ruleset=rules, budget_s=0.0)
+    assert detection.category == "danger"
+    assert detection.rules == ("safety.timeout",)
