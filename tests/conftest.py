@@ -36,3 +36,20 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 @pytest.fixture(scope="session")
 def safety_rows() -> list[dict[str, Any]]:
     return load_jsonl("safety.jsonl")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A real, empty database URL: SQLite in a temporary file, then PostgreSQL."""
+    from tests.database import postgres_database
+
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+        return
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from server.cli.directory_commands import app as directory_app
 from server.cli.safety_commands import app as safety_app
 
 app = typer.Typer(
@@ -13,6 +14,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(safety_app, name="safety")
+app.add_typer(directory_app, name="directory")
 
 
 def main() -> None:
