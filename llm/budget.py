@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+
+import anyio
 
 from llm.config import Budgets
 from llm.errors import Busy, ConnectionRefused, DegenerateOutput, GenerationTimeout, ModelError
@@ -44,9 +46,11 @@ async def _next(stream: AsyncIterator[Chunk], within_s: float) -> Chunk | None:
 
 
 async def _close(stream: AsyncIterator[Chunk]) -> None:
+    """Close the provider's stream, shielded: inside a cancelled scope (a client that hung up)
+    the close must still run to its end, or the connection to the model server stays open."""
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
-        with contextlib.suppress(Exception):
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
             await aclose()
 
 
@@ -55,7 +59,7 @@ async def guarded_stream(
     messages: Sequence[Message],
     options: ChatOptions,
     budgets: Budgets,
-) -> AsyncIterator[Chunk]:
+) -> AsyncGenerator[Chunk, None]:
     """The provider's chunks under our budgets; raises ``llm.errors.ModelError`` only."""
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -24,7 +24,7 @@ class Budgets(BaseModel):
     num_predict: int = Field(default=400, ge=1, le=8192)
     loop_repeats: int = Field(default=24, ge=2)  # identical chunks in a row before we stop
     retries: int = Field(default=2, ge=0, le=5)  # before the first token only
-    retry_backoff_s: float = Field(default=0.5, ge=0)
+    retry_backoff_s: float = Field(default=0.25, ge=0)
 
     @model_validator(mode="after")
     def _consistent(self) -> Budgets:

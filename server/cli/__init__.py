@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from server.cli.chat_command import chat
 from server.cli.directory_commands import app as directory_app
+from server.cli.ops_commands import db_app, serve, tokens_app
 from server.cli.safety_commands import app as safety_app
 
 app = typer.Typer(
@@ -13,6 +15,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.command()(serve)
+app.command()(chat)
+app.add_typer(tokens_app, name="tokens")
+app.add_typer(db_app, name="db")
 app.add_typer(safety_app, name="safety")
 app.add_typer(directory_app, name="directory")
 

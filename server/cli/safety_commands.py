@@ -16,6 +16,7 @@ from rich.text import Text
 from safety import detect
 from safety.adversarial import adversarial_inputs
 from safety.evaluation import RISK_CATEGORIES, Outcome, Report, compare, score
+from safety.masking import mask_numbers
 from safety.ruleset import RuleSet, RuleSetError, default_ruleset, load_ruleset
 
 app = typer.Typer(help="The emergency detector: check a message, score a corpus, measure speed.")
@@ -80,6 +81,21 @@ def check(
         quoted = " | ".join(repr(text[s:e]) for s, e in match.spans)
         console.print(f"  {match.rule} ({match.category}): {quoted}")
     console.print(f"normalized: {detection.normalized}", style="dim")
+
+
+@app.command()
+def mask(
+    text: Annotated[str, typer.Argument(help="Text as a model might write it.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Mask every phone number but the national short ones; show what was masked."""
+    masked = mask_numbers(text)
+    if as_json:
+        typer.echo(json.dumps({"text": masked.text, "spans": masked.spans}, ensure_ascii=False))
+        return
+    console.print(masked.text, markup=False)
+    for start, end in masked.spans:
+        console.print(f"  masked {text[start:end]!r} at {start}-{end}", style="dim", markup=False)
 
 
 def _outcome_line(outcome: Outcome) -> str:

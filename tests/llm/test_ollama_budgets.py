@@ -130,7 +130,7 @@ async def test_consumer_stopping_early_closes_the_upstream(fake: FakeOllama) -> 
     async for chunk in stream:
         assert chunk.text == "mot "
         break
-    await stream.aclose()  # type: ignore[attr-defined]  # an async generator: what cancelling the turn does
+    await stream.aclose()  # what cancelling the turn does
     await provider.aclose()
     assert _saw_disconnect(fake, before)
 

@@ -1,0 +1,376 @@
+"""Which digits of one cluster are phone numbers: the library finds them, context decides.
+
+``plan_cluster`` reads a cluster and the masked text before it (at most ``LEFT_CONTEXT``
+characters). It returns a ``Plan``: the spans to mask for sure, and the short service numbers
+presented as something to call, which ``finish`` masks unless the text right after the cluster
+(at most ``RIGHT_CONTEXT`` characters) makes them a quantity ("le 3000 €"). Only a plan with
+such short numbers reads the right context (``Plan.needs_right``).
+
+Passes over the digit groups of the normalised cluster, in order: a ``tel:`` link masks all;
+``PhoneNumberMatcher`` (region FR, leniency POSSIBLE); windows of consecutive groups checked
+with ``phonenumbers.is_possible_number`` (numbers glued together, foreign national formats);
+short numbers checked with ``phonenumbers.shortnumberinfo``. A group used by one pass is not
+used again. Numbers written without their 0 or +33, references presented as references and
+dates are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+
+import phonenumbers
+import regex
+from phonenumbers import Leniency, PhoneNumberMatcher, shortnumberinfo
+
+from safety.masking_context import (
+    LEFT_CONTEXT,
+    REFERENCE_LABEL,
+    RIGHT_CONTEXT,
+    TEL_LINK,
+    UNIT_AFTER,
+    is_call_cue,
+)
+from safety.masking_tokens import (
+    STRONG_SEPARATOR,
+    NormalizedCluster,
+    normalize_cluster,
+    token_extent,
+)
+from safety.spelled_numbers import WORD_PATTERN
+
+#: What replaces each masked number.
+MASK = "[numéro masqué]"
+
+_GROUP = regex.compile(r"\+?\d+")
+_MISSING_ZERO = regex.compile(r"\(?[1-9](?:[ .]\d\d){4}")
+# A French number in its usual layout, "0X XX XX XX XX" or compact: masked even after a label.
+_FRENCH_LAYOUT = regex.compile(r"\(?0[1-9](?P<sep>[ .-]?)\d\d(?:(?P=sep)\d\d){3}")
+_YEAR = regex.compile(r"(?:19|20)\d\d")
+_ONE_WORD = regex.compile(WORD_PATTERN, regex.IGNORECASE | regex.VERSION0)
+_SHORT_LENGTHS = (4, 6)
+# Bounds the work of the matcher on long clusters; the window pass covers what it gives up.
+_MATCHER_TRIES = 16
+# Longer clusters hold several numbers, which the matcher does not split: windows do.
+_MATCHER_MAX_DIGITS = 17
+
+
+def _tight(glue: str) -> bool:
+    return not any(char in glue for char in " ,()")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Decisions on one cluster; ``shorts`` still depend on the right context."""
+
+    cluster: str
+    offset: int
+    left: str
+    allowed: frozenset[str]
+    spans: tuple[tuple[int, int], ...]
+    shorts: tuple[tuple[int, int], ...]
+
+    @property
+    def needs_right(self) -> bool:
+        """True when ``finish`` reads the text after the cluster."""
+        return bool(self.shorts)
+
+
+@dataclass
+class _Group:
+    start: int
+    end: int
+    digits: str
+    plus: bool
+    used: bool = False
+    masked: bool = False
+
+
+@lru_cache(maxsize=4096)
+def _possible(digits: str, international: bool) -> bool:
+    try:
+        if international:
+            number = phonenumbers.parse("+" + (digits[2:] if digits.startswith("00") else digits))
+        else:
+            number = phonenumbers.parse(digits, "FR")
+        return bool(phonenumbers.is_possible_number(number))
+    except phonenumbers.NumberParseException:
+        return False
+
+
+@lru_cache(maxsize=4096)
+def _valid_short(digits: str) -> bool:
+    if _YEAR.fullmatch(digits):
+        return False  # "2020" is also a short number, but a year first
+    try:
+        number = phonenumbers.parse(digits, "FR")
+        return bool(shortnumberinfo.is_valid_short_number_for_region(number, "FR"))
+    except phonenumbers.NumberParseException:
+        return False
+
+
+class _ClusterPlanner:
+    def __init__(self, cluster: str, offset: int, left: str, allowed: frozenset[str]) -> None:
+        self.cluster = cluster
+        self.offset = offset
+        self.left = left
+        self.before = left + cluster  # text from (offset - len(left)), masked before the cluster
+        self.before_offset = offset - len(left)
+        self.allowed = allowed
+        self.norm: NormalizedCluster = normalize_cluster(cluster, offset)
+        view = self.norm.digits_view
+        self.groups = [
+            _Group(m.start(), m.end(), m.group().lstrip("+"), m.group().startswith("+"))
+            for m in _GROUP.finditer(view)
+        ]
+        self.spans: list[tuple[int, int]] = []
+        self.shorts: list[tuple[int, int]] = []
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _left_of(self, original: int) -> str:
+        end = original - self.before_offset
+        return self.before[max(0, end - LEFT_CONTEXT) : end]
+
+    def _mask(self, start: int, end: int) -> None:
+        for group in self.groups:
+            if group.start < end and start < group.end:
+                group.masked = True
+        view = self.norm.digits_view
+        opened = view[start:end].count("(") - view[start:end].count(")")
+        if opened < 0 and start > 0 and view[start - 1] == "(":
+            start -= 1  # "(+33) 6 ..." is masked with its bracket
+        while opened > 0 and view[start] in "( " and start < end - 1:
+            opened -= view[start] == "("
+            start += 1  # "(+33 6 ..." without a closing bracket keeps its bracket
+        self.spans.append(self.norm.span(start, end))
+
+    def _use(self, start: int, end: int) -> None:
+        for group in self.groups:
+            if group.start < end and start < group.end:
+                group.used = True
+
+    def _is_reference(self, start: int, end: int) -> bool:
+        """True when a label presents the number as a reference ("SIREN", "n°", "PC")."""
+        if _FRENCH_LAYOUT.fullmatch(self.norm.digits_view[start:end]):
+            return False
+        return REFERENCE_LABEL.search(self._left_of(self.norm.starts[start])) is not None
+
+    # -- passes ------------------------------------------------------------------------------
+    def tel_link(self) -> bool:
+        if TEL_LINK.search(self._left_of(self.offset)) is None:
+            return False
+        digits = "".join(group.digits for group in self.groups)
+        if len(digits) >= 3 and digits not in self.allowed:
+            self._mask(self.groups[0].start, self.groups[-1].end)
+        return True
+
+    def matcher(self) -> None:
+        view = self.norm.digits_view
+        try:
+            matches = list(PhoneNumberMatcher(view, "FR", Leniency.POSSIBLE, _MATCHER_TRIES))
+        except Exception:  # the library must never make masking fail
+            return
+        for match in matches:
+            raw = match.raw_string
+            digits = "".join(char for char in raw if char.isdigit())
+            plus = raw.lstrip("(").startswith("+")
+            self._use(match.start, match.end)
+            if not self._keeps(match.start, match.end, plus, digits):
+                self._mask(match.start, match.end)
+
+    def _keeps(self, start: int, end: int, plus: bool, digits: str) -> bool:
+        """True when a number the library accepts is written as something other than a phone."""
+        if plus:
+            return False
+        if digits.startswith("00"):  # too short for 00 + country code + number: "n° 0049000"
+            return len(digits) < 10 or self._is_reference(start, end)
+        if digits.startswith("0") or _MISSING_ZERO.fullmatch(self.norm.digits_view[start:end]):
+            return self._is_reference(start, end)
+        return True  # "443 061 841": French numbers are written with their 0 or +33
+
+    def _crossable(self, left: _Group, right: _Group) -> bool:
+        glue = self.norm.digits_view[left.end : right.start]
+        return not right.plus and "," not in glue and "x" not in glue
+
+    def _strong_start(self, index: int) -> bool:
+        if index == 0 or self.groups[index].plus or self.groups[index - 1].used:
+            return True
+        if "x" in self.norm.digits_view[self.groups[index - 1].end : self.groups[index].start]:
+            return True  # a date stands between
+        start = self.norm.ends[self.groups[index - 1].end - 1]
+        end = self.norm.starts[self.groups[index].start]
+        glue = self.cluster[start - self.offset : end - self.offset]
+        return STRONG_SEPARATOR.search(glue) is not None
+
+    def _window(self, index: int) -> int | None:
+        first = self.groups[index]
+        international = first.plus or first.digits.startswith("00")
+        digits = ""
+        best: int | None = None
+        for last in range(index, len(self.groups)):
+            group = self.groups[last]
+            if last > index and (group.used or not self._crossable(self.groups[last - 1], group)):
+                break
+            digits += group.digits
+            if international:
+                if len(digits) > 17:
+                    break
+                if len(digits) >= 7 and _possible(digits, True):
+                    best = last
+            else:
+                if len(digits) > 10:
+                    break
+                if len(digits) >= 9 and _possible(digits, False):
+                    best = last
+        return best
+
+    def _in_pairs(self, first: int, last: int) -> bool:
+        """True for the usual French layouts, "0X XX XX XX XX" or ten digits in one group."""
+        groups = self.groups[first : last + 1]
+        if len(groups) == 1:
+            return len(groups[0].digits) == 10
+        if len(groups) != 5 or any(len(group.digits) != 2 for group in groups):
+            return False
+        view = self.norm.digits_view
+        glues = {view[a.end : b.start] for a, b in pairwise(groups)}
+        return len(glues) == 1
+
+    def windows(self) -> None:
+        for index, group in enumerate(self.groups):
+            if group.used or not (group.plus or group.digits.startswith("0")):
+                continue
+            last = self._window(index)
+            if last is None or not (self._strong_start(index) or self._in_pairs(index, last)):
+                continue
+            digits = "".join(g.digits for g in self.groups[index : last + 1])
+            end = self.groups[last].end
+            for covered in self.groups[index : last + 1]:
+                covered.used = True
+            if not self._keeps(group.start, end, group.plus, digits):
+                self._mask(group.start, end)
+
+    def _standalone(self, first: int, last: int) -> bool:
+        """False when the groups are glued to neighbours ("2024-3237", "R623-2")."""
+        view, groups = self.norm.digits_view, self.groups
+        if groups[first].plus:
+            return False
+        before = groups[first - 1] if first > 0 else None
+        if before and not before.masked and _tight(view[before.end : groups[first].start]):
+            return False
+        after = groups[last + 1] if last + 1 < len(groups) else None
+        return not (after and not after.masked and _tight(view[groups[last].end : after.start]))
+
+    def short_numbers(self) -> None:
+        index = 0
+        groups = self.groups
+        while index < len(groups):
+            group = groups[index]
+            if group.used:
+                index += 1
+                continue
+            last = index
+            digits = group.digits
+            if index + 1 < len(groups) and not groups[index + 1].used:
+                nxt = groups[index + 1]
+                pair = digits + nxt.digits
+                spaced = self.norm.text[group.end : nxt.start] == " "  # not "32/10"
+                shape = (len(group.digits), len(nxt.digits))
+                if spaced and (
+                    (shape in ((1, 3), (3, 3)) and pair in self.allowed)
+                    or (shape == (3, 3) and _valid_short(pair))
+                    or (shape == (2, 2) and pair.startswith("3") and _valid_short(pair))
+                ):
+                    last, digits = index + 1, pair  # "116 117", "118 712", "39 39"
+            if digits in self.allowed:
+                pass
+            elif (
+                len(digits) in _SHORT_LENGTHS
+                and _valid_short(digits)
+                and self._standalone(index, last)
+                and is_call_cue(self._left_of(self.norm.starts[group.start]))
+            ):
+                self.shorts.append(self.norm.span(group.start, groups[last].end))
+            index = last + 1
+
+    def plan(self) -> Plan:
+        total = sum(len(group.digits) for group in self.groups)
+        if self.groups and not self.tel_link() and total >= 4:
+            if 7 <= total <= _MATCHER_MAX_DIGITS:
+                self.matcher()
+            if total >= 7:
+                self.windows()
+            self.short_numbers()
+        spans, shorts = tuple(self.spans), tuple(self.shorts)
+        return Plan(self.cluster, self.offset, self.left, self.allowed, spans, shorts)
+
+
+def plan_cluster(cluster: str, offset: int, left: str, allowed: frozenset[str]) -> Plan:
+    """Decide on ``cluster`` (at ``offset`` in the text), ``left`` being the text before it.
+
+    ``left`` is the already masked text before the cluster. When numbers are masked, the
+    digits between them are decided again on their own, with the masks to their left, as
+    masking the masked text again would see them: this makes masking idempotent.
+    """
+    left = left[-LEFT_CONTEXT:]
+    if (len(cluster) <= 2 and cluster.isdigit()) or _ONE_WORD.fullmatch(cluster):
+        return Plan(cluster, offset, left, allowed, (), ())  # "15", "un": two digits at most
+    plan = _ClusterPlanner(cluster, offset, left, allowed).plan()
+    if not plan.spans:
+        return plan
+    masks = _merged(list(plan.spans))
+    spans: list[tuple[int, int]] = list(masks)
+    shorts: list[tuple[int, int]] = []
+    for sub in _gap_plans(plan, masks):
+        spans.extend(sub.spans)
+        shorts.extend(sub.shorts)
+    return Plan(cluster, offset, left, allowed, tuple(_merged(spans)), tuple(shorts))
+
+
+def _gap_plans(plan: Plan, masks: list[tuple[int, int]]) -> Iterator[Plan]:
+    """Plans of the runs of tokens between ``masks``, each with the masked text to its left."""
+    cluster, offset = plan.cluster, plan.offset
+    masked_left, cursor = plan.left, offset
+    end = offset + len(cluster)
+    for mask_start, mask_end in [*masks, (end, end)]:
+        gap = cluster[cursor - offset : mask_start - offset]
+        extent = token_extent(gap)
+        if extent is not None:
+            sub_start, sub_end = cursor + extent[0], cursor + extent[1]
+            sub_left = masked_left + cluster[cursor - offset : sub_start - offset]
+            sub_text = cluster[sub_start - offset : sub_end - offset]
+            yield plan_cluster(sub_text, sub_start, sub_left, plan.allowed)
+        masked_left = (masked_left + gap + MASK)[-LEFT_CONTEXT:]
+        cursor = mask_end
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def finish(plan: Plan, right: str) -> list[tuple[int, int]]:
+    """Spans to mask, sorted and disjoint; ``right`` is the text after the cluster.
+
+    Short numbers followed by a unit are kept; the others are masked, and the text around them
+    is decided again as in ``plan_cluster``.
+    """
+    accepted = [
+        (start, end)
+        for start, end in plan.shorts
+        if UNIT_AFTER.match((plan.cluster[end - plan.offset :] + right)[:RIGHT_CONTEXT]) is None
+    ]
+    if not accepted:
+        return _merged(list(plan.spans))
+    masks = _merged([*plan.spans, *accepted])
+    spans = list(masks)
+    for sub in _gap_plans(plan, masks):
+        after = plan.cluster[sub.offset + len(sub.cluster) - plan.offset :]
+        spans.extend(finish(sub, (after + right)[:RIGHT_CONTEXT]))
+    return _merged(spans)

@@ -1,0 +1,154 @@
+"""Clusters of number material and their normalisation to ASCII digits, with an offset map.
+
+A *token* is a digit group in any Unicode script (``\\d``), possibly with the letters O/o (for
+0) and l/I (for 1) before or between its digits, a leading ``+`` or ``(+``; or a French number
+from 0 to 99 in words. Tokens stand between letter boundaries ("23h", "R1336", "3e" are not
+tokens), except a run of at least nine digits glued to a label ("Tél0612345678"). A *cluster* is
+up to ``MAX_TOKENS`` tokens joined by runs of at most four separator characters.
+
+``normalize_cluster`` turns a cluster into what ``phonenumbers`` understands: ASCII digits,
+``+``, and ``. , - / ( )`` or spaces; every other separator (U+202F, U+2009, U+00A0, zero-width
+and bidirectional characters, line breaks, ``· • _``, spaced hyphens) becomes a space, commas
+between spelled numbers become spaces, each spelled number becomes its digits, and full-width
+punctuation becomes ASCII. ``starts`` and ``ends`` map every normalised character back to its
+span in the original text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+import regex
+
+from safety.masking_context import DATE, is_plausible_date
+from safety.spelled_numbers import MAX_WORD_LENGTH, WORD_PATTERN, word_value
+
+#: Most tokens in one cluster; a longer run of number material is cut into several clusters.
+MAX_TOKENS = 24
+_MAX_DIGIT_GROUP = 2 + 3 + 1 + 16  # "(+", up to three O, a digit, 16 more
+#: Longest token, in characters.
+TOKEN_LENGTH = max(_MAX_DIGIT_GROUP, MAX_WORD_LENGTH)
+
+_LETTER_OR_DIGIT = r"[\p{L}\p{M}\p{Nd}]"  # not \w, which has the zero-width joiners
+_DASHES = "\u2010-\u2015\u2212\uff0d"
+# Invisible characters a model may put between digits: soft hyphen, zero-width characters and
+# joiners, bidirectional marks, embeddings and isolates, word joiner, byte order mark.
+_INVISIBLE = "\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_GLUE_CHARS = rf"\s{_INVISIBLE}.,·•‧∙⋅/_()+\-{_DASHES}．／（）＋"
+_GLUE = rf"[{_GLUE_CHARS}]{{1,4}}"
+_DIGIT_GROUP = (
+    r"(?:[(（]?[+＋])?(?:(?:[Oo]|(?-i:[lI])){0,3}\d(?:[\dOo]|(?-i:[lI])(?=\d)){0,16}|[Oo]{2,4})"
+)
+_BEFORE = rf"(?<!{_LETTER_OR_DIGIT})"
+_AFTER = rf"(?!{_LETTER_OR_DIGIT})"
+# A long run of digits glued to a label ("Tél0612345678"); short ones ("R1336", "3e") are not
+# tokens.
+_GLUED_DIGITS = r"(?<=[\p{L}\p{M}])\d{9,17}"
+_TOKEN = rf"(?:{_BEFORE}(?:{_DIGIT_GROUP}|{WORD_PATTERN})|{_GLUED_DIGITS}){_AFTER}"
+
+#: A cluster; the named group ``more`` captures every token after the first.
+CLUSTER_SOURCE = rf"{_TOKEN}(?:{_GLUE}(?P<more>{_TOKEN})){{0,{MAX_TOKENS - 1}}}"
+#: What may extend a cluster: separators, then a token.
+CONTINUATION_SOURCE = rf"{_GLUE}{_TOKEN}"
+
+#: Separators between two numbers rather than inside one (original text).
+STRONG_SEPARATOR = regex.compile(r"[\n\r\u2028\u2029,;/()·•]|\s[-\u2010-\u2015\u2212]|\.\s|\s\s")
+
+_SCAN = regex.compile(
+    rf"(?P<d>(?:{_BEFORE}{_DIGIT_GROUP}|{_GLUED_DIGITS}){_AFTER})"
+    rf"|(?P<w>{_BEFORE}{WORD_PATTERN}{_AFTER})"
+    rf"|(?P<g>[{_GLUE_CHARS}]+)|(?P<x>.)",
+    regex.IGNORECASE | regex.VERSION0 | regex.DOTALL,
+)
+_KEPT_GLUE = {".": ".", ",": ",", "/": "/", "(": "(", ")": ")", "-": "-", "+": "+"}
+_KEPT_GLUE.update({chr(code): "-" for code in range(0x2010, 0x2016)})
+_KEPT_GLUE.update({"\u2212": "-", "－": "-", "．": ".", "／": "/", "（": "(", "）": ")", "＋": "+"})
+
+
+@dataclass(frozen=True)
+class NormalizedCluster:
+    """A cluster as ASCII digits and punctuation, mapped back to the original text.
+
+    ``text`` keeps slashes and dates; ``digits_view`` has the same length, with the characters
+    of plausible dates replaced by ``x`` and the remaining slashes by spaces, which is what the
+    phone number search reads.
+    """
+
+    text: str
+    digits_view: str
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """Original span of the normalised characters ``[start, end)``."""
+        return self.starts[start], self.ends[end - 1]
+
+
+def _digit(char: str) -> str:
+    if char in "Oo":
+        return "0"
+    if char in "lI":
+        return "1"
+    if char in "(+（＋":
+        return _KEPT_GLUE[char]
+    value = unicodedata.decimal(char, -1)
+    return str(value) if value >= 0 else "0"
+
+
+def _glue(run: str, prev_kind: str, next_kind: str) -> list[str]:
+    mapped = [_KEPT_GLUE.get(char, " ") for char in run]
+    if "," in mapped and "w" in (prev_kind, next_kind):
+        mapped = [" " if char == "," else char for char in mapped]
+    if "-" in mapped and " " in mapped:
+        mapped = [" " if char == "-" else char for char in mapped]
+    return mapped
+
+
+def normalize_cluster(cluster: str, offset: int) -> NormalizedCluster:
+    """Normalise ``cluster``, which starts at ``offset`` in the original text."""
+    pieces = [
+        (match.lastgroup or "x", match.start(), match.group()) for match in _SCAN.finditer(cluster)
+    ]
+    chars: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for index, (kind, start, piece) in enumerate(pieces):
+        begin = offset + start
+        if kind == "w":
+            for char in str(word_value(piece)):
+                chars.append(char)
+                starts.append(begin)
+                ends.append(begin + len(piece))
+            continue
+        if kind == "g":
+            prev_kind = pieces[index - 1][0] if index > 0 else ""
+            next_kind = pieces[index + 1][0] if index + 1 < len(pieces) else ""
+            mapped = _glue(piece, prev_kind, next_kind)
+        elif kind == "d":
+            mapped = [_digit(char) for char in piece]
+        else:
+            mapped = [" "] * len(piece)
+        for position, char in enumerate(mapped):
+            chars.append(char)
+            starts.append(begin + position)
+            ends.append(begin + position + 1)
+    text = "".join(chars)
+    view = list(text)
+    for match in DATE.finditer(text):
+        if is_plausible_date(match):
+            view[match.start() : match.end()] = "x" * (match.end() - match.start())
+    digits_view = "".join(view).replace("/", " ")
+    return NormalizedCluster(text, digits_view, tuple(starts), tuple(ends))
+
+
+def token_extent(text: str) -> tuple[int, int] | None:
+    """From the start of the first token of ``text`` to the end of its last, if any."""
+    first: int | None = None
+    last = 0
+    for match in _SCAN.finditer(text):
+        if match.lastgroup in ("d", "w"):
+            if first is None:
+                first = match.start()
+            last = match.end()
+    return None if first is None else (first, last)

@@ -1,0 +1,62 @@
+"""Dependencies, as ``Annotated`` aliases: tests override them rather than patch."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from server.db import repository
+from server.errors import ApiError
+from server.services import Services
+from server.settings import Settings
+
+__all__ = ["DeviceId", "ServicesDep", "SettingsDep"]
+
+log = logging.getLogger("nuisances.auth")
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def get_settings(services: Annotated[Services, Depends(get_services)]) -> Settings:
+    return services.settings
+
+
+async def get_device(request: Request, services: Annotated[Services, Depends(get_services)]) -> str:
+    """The device of the bearer token. Checked in the database on every request (a revoked
+    token fails at once); when the database is down, tokens seen valid before still pass."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 200:
+        raise ApiError(401, "unauthorized")
+    known: dict[str, str] = request.app.state.known_tokens
+
+    def lookup() -> str | None:
+        with services.sessions() as session:
+            device = repository.device_by_token(session, token)
+            return None if device is None else device.id
+
+    try:
+        device_id = await asyncio.to_thread(lookup)
+    except Exception as exc:
+        log.warning("token check without database", extra={"error": type(exc).__name__})
+        device_id = known.get(repository.token_key(token))
+        if device_id is None:
+            raise ApiError(401, "unauthorized") from exc
+        return device_id
+    if device_id is None:
+        known.pop(repository.token_key(token), None)
+        raise ApiError(401, "unauthorized")
+    known[repository.token_key(token)] = device_id
+    return device_id
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+DeviceId = Annotated[str, Depends(get_device)]

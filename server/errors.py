@@ -1,0 +1,126 @@
+"""Every 4xx in French (for people) and English (for developers), never a 500 for bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from server.schemas import ErrorBody
+
+__all__ = ["MESSAGES", "ApiError", "install_error_handlers"]
+
+MESSAGES: dict[str, tuple[str, str]] = {
+    "empty_message": ("Le message est vide.", "The message is empty."),
+    "message_too_long": (
+        "Le message est trop long ({limit} caractères au plus).",
+        "The message is too long (at most {limit} characters).",
+    ),
+    "control_characters": (
+        "Le message contient des caractères de contrôle.",
+        "The message contains control characters.",
+    ),
+    "invalid_text": ("Le texte n'est pas valide.", "The text is not valid."),
+    "invalid_json": (
+        "Le corps de la requête n'est pas du JSON valide.",
+        "The body is not valid JSON.",
+    ),
+    "invalid_encoding": (
+        "Le corps de la requête n'est pas de l'UTF-8 valide.",
+        "The body is not valid UTF-8.",
+    ),
+    "invalid_request": ("La requête n'est pas valide.", "The request is not valid."),
+    "body_too_large": (
+        "La requête est trop volumineuse ({limit} octets au plus).",
+        "The request body is too large (at most {limit} bytes).",
+    ),
+    "unauthorized": (
+        "Jeton d'accès manquant, inconnu ou révoqué.",
+        "Missing, unknown or revoked access token.",
+    ),
+    "not_found": ("Introuvable.", "Not found."),
+    "method_not_allowed": ("Méthode non autorisée.", "Method not allowed."),
+    "unsupported_media_type": (
+        "Le corps doit être du JSON (Content-Type: application/json).",
+        "The body must be JSON (Content-Type: application/json).",
+    ),
+}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, field: str | None = None, **values: Any) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.field = field
+        self.values = values
+
+
+def error_response(
+    status: int,
+    code: str,
+    field: str | None = None,
+    details: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+    **values: Any,
+) -> JSONResponse:
+    french, english = MESSAGES.get(code, MESSAGES["invalid_request"])
+    body = ErrorBody(
+        code=code,
+        message_fr=french.format(**values),
+        message_en=english.format(**values),
+        field=field,
+        details=details,
+    )
+    return JSONResponse({"error": body.model_dump(exclude_none=True)}, status, headers=headers)
+
+
+def _validation(request: Request, exc: Exception) -> JSONResponse:
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    first = errors[0] if errors else {}
+    kind = str(first.get("type", ""))
+    location = [str(p) for p in first.get("loc", ()) if p != "body"]
+    field = ".".join(location) or None
+    if kind == "json_invalid":
+        return error_response(400, "invalid_json")
+    message = str(first.get("msg", ""))
+    for code in ("empty_message", "control_characters", "invalid_text"):
+        if code in message:
+            return error_response(422, code, field)
+    # Never echo the input back: the details keep the place and the kind of each error.
+    details = [
+        {"field": ".".join(str(p) for p in e.get("loc", ())), "type": e.get("type")} for e in errors
+    ]
+    return error_response(422, "invalid_request", field, details)
+
+
+def _http(request: Request, exc: Exception) -> JSONResponse:
+    if not isinstance(exc, StarletteHTTPException):  # pragma: no cover - registered for it
+        return error_response(400, "invalid_request")
+    codes = {
+        401: "unauthorized",
+        404: "not_found",
+        405: "method_not_allowed",
+        415: "unsupported_media_type",
+    }
+    code = codes.get(
+        exc.status_code, "invalid_encoding" if exc.status_code == 400 else "invalid_request"
+    )
+    headers = dict(exc.headers or {})
+    return error_response(exc.status_code, code, headers=headers or None)
+
+
+def _api(request: Request, exc: Exception) -> JSONResponse:
+    if not isinstance(exc, ApiError):  # pragma: no cover - registered for it
+        return error_response(400, "invalid_request")
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return error_response(exc.status, exc.code, exc.field, headers=headers, **exc.values)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(ApiError, _api)

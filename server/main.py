@@ -1,0 +1,74 @@
+"""The app: wiring only. Settings, migrations, services, middleware, routes, error handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from llm.providers.base import Provider
+from server.db.migrate import upgrade
+from server.errors import install_error_handlers
+from server.logs import configure_logging
+from server.middleware import BodyLimit, RequestContext
+from server.routes import chat, conversations, directory, operations
+from server.services import Services
+from server.settings import Settings, load_settings
+
+__all__ = ["create_app"]
+
+DESCRIPTION = """
+The backend of the *journal des nuisances* assistant. Every message goes first through a
+deterministic emergency detector; the safety card (emergency numbers from a trusted directory)
+comes before anything else. Then a local model answers under hard budgets, or a deterministic
+fallback does. Every `/v1` route needs `Authorization: Bearer <token>` (`nuisances tokens create`).
+"""
+
+
+def create_app(
+    settings: Settings | None = None, *, provider: Provider | None = None, migrate: bool = True
+) -> FastAPI:
+    """Build the app. ``provider`` replaces the configured one (tests: the fake models)."""
+    chosen = settings or load_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if migrate:
+            try:
+                await asyncio.to_thread(upgrade, chosen.database_url)
+            except Exception as exc:  # the card and fallbacks still answer without storage
+                import logging
+
+                logging.getLogger("nuisances.db").error(
+                    "migrations failed at start-up", extra={"error": type(exc).__name__}
+                )
+        services = Services.build(chosen, provider)
+        app.state.services = services
+        app.state.known_tokens = {}
+        await services.start()
+        try:
+            yield
+        finally:
+            await services.stop()
+
+    app = FastAPI(
+        title="Journal des nuisances — assistant",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodyLimit, limit=chosen.body_max_bytes)
+    app.add_middleware(RequestContext)
+    install_error_handlers(app)
+    for module in (chat, directory, conversations, operations):
+        app.include_router(module.router)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """For ``uvicorn server.main:app_from_environment --factory``."""
+    settings = load_settings()
+    configure_logging(settings.log_level)
+    return create_app(settings)

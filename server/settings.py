@@ -1,0 +1,91 @@
+"""One ``Settings`` for the whole service: defaults embedded, overridden by a YAML file
+(``NUISANCES_CONFIG=path.yaml``) and by environment variables (prefix ``NUISANCES_``, nested
+with ``__``: ``NUISANCES_PROVIDER__MODEL=qwen2.5:3b``). Validated at start-up; an invalid value
+stops the service with a message that names the setting.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from llm.config import Budgets, ProviderConfig
+
+__all__ = ["AdmissionSettings", "Settings", "SettingsError", "load_settings"]
+
+
+class AdmissionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_waiting: int = Field(default=4, ge=0, le=100)
+    wait_s: float = Field(default=20.0, ge=0)
+    quota_per_device: int | None = Field(default=200, ge=1)
+    quota_global: int | None = Field(default=2_000, ge=1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="NUISANCES_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    database_url: str = "sqlite:///data/nuisances.db"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    provider: ProviderConfig = ProviderConfig()
+    budgets: Budgets = Budgets()
+    admission: AdmissionSettings = AdmissionSettings()
+    warm_up: bool = True  # load the model at start-up (in the background)
+    message_max_chars: int = Field(default=2_000, ge=1, le=20_000)
+    body_max_bytes: int = Field(default=32_768, ge=1_024)
+    history_turns: int = Field(default=6, ge=0, le=50)
+    contact_style: Literal["inline", "name"] = "inline"
+    heartbeat_s: float = Field(default=10.0, gt=0)
+    retry_wait_s: float = Field(default=150.0, gt=0)  # a retry waits this long for its first try
+    directory_reload_s: float = Field(default=30.0, gt=0)
+    health_interval_s: float = Field(default=30.0, gt=0)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    create_first_token: bool = True  # the first `serve` with no device creates and prints one
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get("NUISANCES_CONFIG")
+        if config_file:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=Path(config_file)))
+        return tuple(sources)
+
+
+class SettingsError(RuntimeError):
+    """Settings that do not validate, explained setting by setting."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """The settings, or ``SettingsError`` with one line per invalid setting."""
+    config_file = os.environ.get("NUISANCES_CONFIG")
+    if config_file and not Path(config_file).is_file():
+        raise SettingsError(f"NUISANCES_CONFIG={config_file}: no such file")
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = [f"invalid settings ({exc.error_count()}):"]
+        for error in exc.errors():
+            name = ".".join(str(part) for part in error["loc"])
+            env = "NUISANCES_" + "__".join(str(p).upper() for p in error["loc"])
+            lines.append(f"  {name} (env {env}): {error['msg']}")
+        raise SettingsError("\n".join(lines)) from exc
