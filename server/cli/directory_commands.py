@@ -22,11 +22,11 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 from directory.contact import CATEGORIES, TOPICS, Contact, is_departement
-from directory.db import ensure_schema
 from directory.io import ContactFileError, dump_contacts, read_contacts_file
 from directory.models import load_local_contacts, upsert_contacts
 from directory.national import national_contacts, national_ids
 from directory.snapshot import Directory, DirectoryStore
+from server.db.migrate import upgrade
 
 app = typer.Typer(help="Contacts and their numbers: list, import, export, show a card.")
 console = Console(highlight=False)
@@ -63,7 +63,7 @@ def _snapshot() -> Directory:
     try:
         with _engine() as engine:
             with suppress(SQLAlchemyError):  # reload below warns and keeps the national data
-                ensure_schema(engine)
+                upgrade(engine.url.render_as_string(hide_password=False))
             loaded = store.reload(sessionmaker(engine))
     except typer.Exit:
         loaded = False
@@ -127,7 +127,7 @@ def import_contacts(
         raise typer.Exit(code=2) from exc
     try:
         with _engine() as engine:
-            ensure_schema(engine)
+            upgrade(engine.url.render_as_string(hide_password=False))
             with sessionmaker(engine).begin() as session:
                 report = upsert_contacts(session, contacts)
     except SQLAlchemyError as exc:
@@ -149,7 +149,7 @@ def export_contacts(
     """Print the local contacts (all with --all) as YAML that imports back identically."""
     try:
         with _engine() as engine:
-            ensure_schema(engine)
+            upgrade(engine.url.render_as_string(hide_password=False))
             with sessionmaker(engine)() as session:
                 local = load_local_contacts(session)
     except SQLAlchemyError as exc:

@@ -10,7 +10,6 @@ from sqlalchemy import Engine, create_engine, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from directory.contact import Contact
-from directory.db import ensure_schema
 from directory.io import ContactFileError, dump_contacts, parse_contacts, read_contacts_file
 from directory.models import (
     ImportReport,
@@ -20,6 +19,7 @@ from directory.models import (
     upsert_contacts,
 )
 from directory.national import national_contacts, national_ids
+from server.db.migrate import upgrade
 from tests.directory.helpers import LOCAL_FILE, local
 
 LOCAL = parse_contacts(LOCAL_FILE, "local.yaml")
@@ -29,7 +29,7 @@ IDS = tuple(c.id for c in LOCAL)
 @pytest.fixture
 def engine(database_url: str) -> Iterator[Engine]:
     engine = create_engine(database_url)
-    ensure_schema(engine)
+    upgrade(engine.url.render_as_string(hide_password=False))
     yield engine
     engine.dispose()
 
@@ -147,6 +147,6 @@ def test_an_invalid_file_changes_nothing(sessions: sessionmaker[Session], tmp_pa
 
 
 def test_schema_is_idempotent(engine: Engine) -> None:
-    ensure_schema(engine)
+    upgrade(engine.url.render_as_string(hide_password=False))
     with Session(engine) as session:
         assert session.scalars(select(LocalContactRow)).all() == []

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from directory.db import ensure_schema
 from directory.io import parse_contacts
 from directory.models import upsert_contacts
 from directory.national import national_contacts
 from directory.snapshot import Directory, DirectoryStore
+from server.db.migrate import upgrade
 from tests.directory.helpers import LOCAL_FILE
 
 LOCAL = parse_contacts(LOCAL_FILE, "local.yaml")
@@ -26,7 +26,7 @@ NATIONAL_THREATS_CARD = ["17", "116 006", "112"]
 @contextmanager
 def _sessions(url: str) -> Iterator[sessionmaker[Session]]:
     engine = create_engine(url)
-    ensure_schema(engine)
+    upgrade(engine.url.render_as_string(hide_password=False))
     try:
         yield sessionmaker(engine)
     finally:
