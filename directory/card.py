@@ -24,16 +24,16 @@ __all__ = [
     "card_ids",
 ]
 
-EUROPEAN_EMERGENCY = "112"
+EUROPEAN_EMERGENCY = "urgence-europeenne"
 SAMU = "samu"  # 15
 POLICE = "police"  # 17, police or gendarmerie
 POMPIERS = "pompiers"  # 18
-SMS = "114"  # by SMS, video or chat
-SUICIDE = "3114"  # suicide prevention
+SMS = "urgence-sms"  # by SMS, video or chat
+SUICIDE = "prevention-suicide"  # suicide prevention
 GAS = "grdf"  # Urgence sécurité gaz
 VICTIMS = "france-victimes"  # 116 006
-WOMEN = "3919"  # Violences Femmes Info
-CHILDREN = "119"  # Allô Enfance en danger
+WOMEN = "violences-femmes"  # Violences Femmes Info
+CHILDREN = "enfance-en-danger"  # Allô Enfance en danger
 
 # Danger topics in card order, each with its card.
 DANGER_TOPICS: dict[str, tuple[str, ...]] = {

@@ -33,6 +33,7 @@ __all__ = [
 Style = Literal["inline", "name"]
 TAG_HOLDBACK = 48
 _TAG = re.compile(r"\[\[\s*([A-Za-z0-9_-]{1,64})\s*\]\]")
+_ARTICLE = re.compile(r"^(?:le |la |les |l'|un |une |des |du )")
 
 
 class ContactLike(Protocol):
@@ -71,7 +72,9 @@ class _Mentions:
         by_form: dict[str, str] = {}
         for contact in book.contacts:
             for form in (contact.name, *contact.aliases):
-                folded = _fold(form).strip()
+                # Without its article ("les pompiers" is "pompiers"): an article would let a
+                # short form starting earlier hide a longer one ("le samu" in "le samu social").
+                folded = _ARTICLE.sub("", _fold(form).strip())
                 if len(folded) >= 3 and not folded.isdigit():
                     by_form.setdefault(folded, contact.id)
         self.by_form = by_form
@@ -132,26 +135,45 @@ def _label(contact: ContactLike, written: str, show_number: bool, style: Style) 
 
 
 def _render_segment(
-    text: str, book: ContactBook, state: _State, style: Style, end: int | None = None
+    text: str,
+    book: ContactBook,
+    state: _State,
+    style: Style,
+    end: int | None = None,
+    begin: int = 0,
 ) -> tuple[str, int]:
-    """Render ``text[:end]`` (mentions may look one character past ``end``)."""
+    """Render ``text[begin:end]``; ``text[:begin]`` is context already rendered (it decides
+    word boundaries), and mentions may look one character past ``end``."""
     limit = len(text) if end is None else end
     matcher = _matcher(book)
     folded = _fold_same_length(text)
     out: list[str] = []
-    position = 0
+    position = begin
     events: list[tuple[int, int, str | None, str]] = []  # start, end, contact id, kind
-    for tag in _TAG.finditer(text, 0, limit):
+    for tag in _TAG.finditer(text, begin, limit):
         events.append((tag.start(), tag.end(), tag.group(1), "tag"))
-    for found in matcher.pattern.finditer(folded):
+    for found in matcher.pattern.finditer(folded, begin):
         if found.end() > limit:
             break
         if any(s < found.end() and found.start() < e for s, e, _, _ in events):
             continue
         events.append((found.start(), found.end(), matcher.by_form[found.group(0)], "mention"))
+    last_mention: str | None = None  # the contact of the previous event, if a mention
     for start, stop, contact_id, kind in sorted(events):
-        out.append(text[position:start])
+        between = text[position:start]
         contact = book.get(contact_id) if contact_id is not None else None
+        if (
+            kind == "tag"
+            and contact is not None
+            and contact.id == last_mention
+            and not between.strip()
+        ):
+            # "les pompiers [[pompiers]]": the tag only confirms the mention just before it.
+            position = stop
+            last_mention = None
+            continue
+        out.append(between)
+        last_mention = None
         if kind == "tag":
             if contact is None:
                 state.unknown.append(contact_id or "")
@@ -159,6 +181,7 @@ def _render_segment(
                 out.append(_label(contact, contact.name, state.mention(contact.id), style))
         elif contact is not None:
             out.append(_label(contact, text[start:stop], state.mention(contact.id), style))
+            last_mention = contact.id
         position = stop
     out.append(text[position:limit])
     return "".join(out), limit
@@ -179,18 +202,26 @@ class StreamRenderer:
         self._style = style
         self._state = _State()
         self._buffer = ""
+        self._left = ""  # the last character already sent: it decides word boundaries
 
     def feed(self, chunk: str) -> str:
         self._buffer += chunk
         cut = self._safe_cut()
         if cut <= 0:
             return ""
-        rendered, _ = _render_segment(self._buffer, self._book, self._state, self._style, cut)
+        left = self._left
+        rendered, _ = _render_segment(
+            left + self._buffer, self._book, self._state, self._style, len(left) + cut, len(left)
+        )
+        self._left = self._buffer[cut - 1]
         self._buffer = self._buffer[cut:]
         return rendered
 
     def close(self) -> str:
-        rendered, _ = _render_segment(self._buffer, self._book, self._state, self._style)
+        left = self._left
+        rendered, _ = _render_segment(
+            left + self._buffer, self._book, self._state, self._style, begin=len(left)
+        )
         self._buffer = ""
         return rendered
 
@@ -208,18 +239,26 @@ class StreamRenderer:
         matcher = _matcher(self._book)
         folded = _fold_same_length(buffer)
         for start in range(max(0, size - matcher.longest), cut):
-            at_word_start = start == 0 or not _is_word(folded[start - 1])
+            before = folded[start - 1] if start > 0 else _fold_same_length(self._left)
+            at_word_start = not before or not _is_word(before)
             if at_word_start and folded[start:] in matcher.prefixes:
                 cut = start
                 break
         for tag in _TAG.finditer(buffer):
             if tag.start() < cut < tag.end():
                 cut = tag.start()
-        for found in matcher.pattern.finditer(folded, max(0, cut - matcher.longest)):
-            if found.start() >= cut:
+        left = _fold_same_length(self._left)
+        context = left + folded
+        for found in matcher.pattern.finditer(
+            context, max(len(left), len(left) + cut - matcher.longest)
+        ):
+            found_start, found_end = found.start() - len(left), found.end() - len(left)
+            if found_start >= cut:
                 break
-            if found.end() > cut:
-                cut = found.start()
+            # Spanning the cut, or followed only by spaces up to it: a tag confirming this
+            # mention may still come, and would then be absorbed into it.
+            if found_end > cut or not buffer[found_end:cut].strip():
+                cut = found_start
                 break
         return cut
 

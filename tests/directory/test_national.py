@@ -16,16 +16,16 @@ from directory.national import national_contacts
 
 # The numbers DESIGN.md and the brief name, by id.
 EXPECTED_NUMBERS = {
-    "112": "112",
+    "urgence-europeenne": "112",
     "samu": "15",
     "police": "17",
     "pompiers": "18",
-    "114": "114",
-    "3114": "3114",
+    "urgence-sms": "114",
+    "prevention-suicide": "3114",
     "grdf": "0 800 47 33 33",
     "france-victimes": "116 006",
-    "3919": "3919",
-    "119": "119",
+    "violences-femmes": "3919",
+    "enfance-en-danger": "119",
     "sos-amitie": "09 72 39 40 50",
     "medecin-de-garde": "116 117",
     "samu-social": "115",
