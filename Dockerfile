@@ -30,14 +30,13 @@ COPY prompts ./prompts
 RUN pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv --without-pip /opt/venv \
  && pip --python /opt/venv/bin/python install /wheels/*.whl \
- && cd / && /opt/venv/bin/nuisances safety check "ça sent le gaz dans l'escalier" >/dev/null
+ && /opt/venv/bin/nuisances safety check "fuite de gaz dans la cuisine" >/dev/null
 
 # --- runtime: the virtual environment, no build tools, no dev extra, not root ---
 FROM python:3.11-slim-bookworm AS runtime
 
 LABEL org.opencontainers.image.title="nuisances-assistant" \
-      org.opencontainers.image.description="Backend of the journal des nuisances assistant" \
-      org.opencontainers.image.version="0.1.0"
+      org.opencontainers.image.description="Backend of the journal des nuisances assistant"
 
 RUN groupadd --system --gid 10001 nuisances \
  && useradd --system --uid 10001 --gid nuisances --home-dir /app --no-create-home \

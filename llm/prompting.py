@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llm.fallback import safety_steps
+from llm.payload import Payload, PayloadElement
 from llm.texts import prompt_text
 from llm.types import Message
 
-__all__ = ["PromptContact", "build_messages", "frame_user_text"]
+__all__ = ["PromptContact", "build_messages", "build_payload", "frame_user_text"]
 
 _CATEGORY_LABEL = {
     "danger": "danger physique immédiat",
@@ -56,7 +57,7 @@ def _safety_section(category: str, topics: Sequence[str]) -> str | None:
     return "\n".join([intro, *(f"- {step}" for step in steps)])
 
 
-def build_messages(
+def build_payload(
     text: str,
     *,
     category: str = "rien",
@@ -64,12 +65,17 @@ def build_messages(
     contacts: Sequence[PromptContact] = (),
     history: Sequence[Message] = (),
     history_budget_chars: int = 4_000,
-) -> list[Message]:
-    """The full message list for one turn (``history`` oldest first, without system)."""
-    system_parts = [prompt_text("system.md"), _contacts_section(contacts)]
+) -> Payload:
+    """Every element of one turn's request, each with its data class (``history`` oldest
+    first, without system). User text, past answers included, is ``user_text``: it may hold
+    what the person wrote about others."""
+    elements = [
+        PayloadElement("system_prompt", "system", "prompt", prompt_text("system.md")),
+        PayloadElement("contacts", "system", "contacts", _contacts_section(contacts)),
+    ]
     safety = _safety_section(category, topics)
     if safety is not None:
-        system_parts.append(safety)
+        elements.append(PayloadElement("safety_context", "system", "prompt", safety))
     kept: list[Message] = []
     used = 0
     for past in reversed(history):
@@ -81,8 +87,14 @@ def build_messages(
     kept.reverse()
     while kept and kept[0].role != "user":  # a conversation window starts with the person
         kept.pop(0)
-    return [
-        Message("system", "\n\n".join(system_parts)),
-        *kept,
-        Message("user", frame_user_text(text)),
+    elements += [
+        PayloadElement(f"history.{index}", past.role, "user_text", past.content)
+        for index, past in enumerate(kept)
     ]
+    elements.append(PayloadElement("message", "user", "user_text", frame_user_text(text)))
+    return Payload(tuple(elements))
+
+
+def build_messages(text: str, **context: object) -> list[Message]:
+    """The chat messages of ``build_payload`` (same arguments)."""
+    return build_payload(text, **context).messages()  # type: ignore[arg-type]

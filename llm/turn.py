@@ -3,15 +3,19 @@
 It yields ``Delta`` events (text already post-processed: numbers masked, contacts rendered
 with the directory's numbers) and ends with exactly one ``TurnResult``, whatever happens:
 
-- no model configured → fallback, status ``disabled``;
-- quota reached → ``quota``; no slot in time → ``busy`` (``llm.admission``);
-- the provider fails, times out, loops or answers nothing → the status of its error
-  (``llm.errors``), and the fallback.
+- no model configured → fallback, status ``disabled``; quota reached → ``quota``;
+- the flow policy refuses the send, or the leak scan finds an identifier → ``blocked_policy``;
+- a valid cached answer for the same pseudonymised request → source ``cache``;
+- no slot in time → ``busy``; the provider fails, times out or loops → its error's status;
+- the answer fails validation → one retry with the list of errors when the time budget
+  allows, then ``invalid_output``.
 
-The ``TurnResult`` text is authoritative: when a failure comes after some deltas went out,
-``partial_discarded`` is set and the client replaces what it showed by the fallback. When the
-caller stops iterating (a client disconnect cancels the task), the guarded stream closes the
-upstream connection, so the model server stops generating.
+Deltas stream as the model writes, except when the payload was pseudonymised: then the answer
+is held until validated and re-identified. The ``TurnResult`` text is authoritative: when it
+differs from deltas already sent (a failure, a retry), ``partial_discarded`` is set and the
+client shows the result instead. When the caller stops iterating (a client disconnect cancels
+the task), the upstream connection is closed so the model server stops generating. Every
+model call leaves one line in the audit log.
 """
 
 from __future__ import annotations
@@ -21,27 +25,45 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from llm.admission import QuotaCounter, Quotas, Slots
-from llm.budget import guarded_stream
+from llm.audit import AuditLog
+from llm.cache import AnswerCache, cache_key
 from llm.config import Budgets
 from llm.errors import ModelError
 from llm.fallback import FallbackStatus, fallback_text
-from llm.prompting import PromptContact, build_messages
+from llm.generation import Generation, generate, remaining_budget
+from llm.leakscan import scan
+from llm.payload import Payload
+from llm.policy import Decision, PolicyConfig, decide
+from llm.prompting import PromptContact, build_payload
 from llm.providers.base import Provider
 from llm.providers.none import NoProvider
+from llm.pseudonymize import PseudonymizeConfig, Pseudonymizer
 from llm.texts import prompt_hash
-from llm.types import ChatOptions, GenerationStats, Message
+from llm.types import ChatOptions, Message
+from llm.validate import OutputContract, validate
 from safety.contacts import ContactBook, StreamRenderer, render_contacts
-from safety.masking import StreamMasker
+from safety.masking import StreamMasker, mask_numbers
 
-__all__ = ["Assistant", "Delta", "Timings", "TurnRequest", "TurnResult", "chat_turn"]
+__all__ = [
+    "Assistant",
+    "Delta",
+    "Harness",
+    "Timings",
+    "TurnRequest",
+    "TurnResult",
+    "chat_turn",
+]
 
 Source = Literal["llm", "cache", "fallback"]
 Status = Literal[
     "ok", "timeout", "busy", "quota", "unavailable", "invalid_output", "blocked_policy", "disabled"
 ]
+RETRY_INSTRUCTION = (
+    "Ta réponse ne respecte pas ces règles : {errors} Réécris-la entièrement en les respectant."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +92,7 @@ class TurnResult:
     partial_discarded: bool = False
     unknown_tags: tuple[str, ...] = ()
     error: dict[str, str | int | None] | None = None
+    model_called: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +102,18 @@ class TurnRequest:
     topics: tuple[str, ...] = ()
     device_id: str | None = None
     history: Sequence[Message] = ()
+    request_id: str | None = None
+
+
+@dataclass
+class Harness:
+    """What guards a model call: policy, pseudonymisation, validation, cache, audit."""
+
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    pseudonymize: PseudonymizeConfig = field(default_factory=PseudonymizeConfig)
+    contract: OutputContract = field(default_factory=OutputContract)
+    cache: AnswerCache | None = None
+    audit: AuditLog = field(default_factory=lambda: AuditLog(None))
 
 
 @dataclass
@@ -93,130 +128,259 @@ class Assistant:
     quotas: Quotas = field(default_factory=Quotas)
     quota_counter: QuotaCounter | None = None
     options: ChatOptions = field(default_factory=ChatOptions)
-
-
-def _fallback(
-    assistant: Assistant,
-    request: TurnRequest,
-    status: FallbackStatus,
-    started: float,
-    *,
-    partial: bool = False,
-    error: ModelError | None = None,
-    queue_wait_ms: float | None = None,
-) -> TurnResult:
-    raw = fallback_text(status, category=request.category, topics=request.topics)
-    rendered = render_contacts(raw, assistant.book())
-    return TurnResult(
-        text=rendered.text,
-        source="fallback",
-        status=status,
-        contacts=rendered.contacts,
-        model=None if status == "disabled" else assistant.provider.config.model,
-        prompt_hash=prompt_hash(),
-        timings=Timings(queue_wait_ms=queue_wait_ms, total_ms=_ms(started)),
-        partial_discarded=partial,
-        error=error.audit() if error is not None else None,
-    )
+    harness: Harness = field(default_factory=Harness)
+    style: Literal["inline", "name"] = "inline"
 
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
+@dataclass
+class _Turn:
+    """The state of one turn as it goes (not shared)."""
+
+    assistant: Assistant
+    request: TurnRequest
+    started: float = field(default_factory=time.perf_counter)
+    pseudo: Pseudonymizer = field(default_factory=Pseudonymizer)
+    decision: Decision | None = None
+    audit_payload: Payload | None = None
+    queue_wait_ms: float | None = None
+    sent: list[str] = field(default_factory=list)
+    model_called: bool = False
+
+    def fallback(self, status: FallbackStatus, error: ModelError | None = None) -> TurnResult:
+        raw = fallback_text(status, category=self.request.category, topics=self.request.topics)
+        rendered = render_contacts(raw, self.assistant.book(), self.assistant.style)
+        return TurnResult(
+            text=rendered.text,
+            source="fallback",
+            status=status,
+            contacts=rendered.contacts,
+            model=None if status == "disabled" else self.assistant.provider.config.model,
+            prompt_hash=prompt_hash(),
+            timings=Timings(queue_wait_ms=self.queue_wait_ms, total_ms=_ms(self.started)),
+            partial_discarded=bool(self.sent),
+            error=error.audit() if error is not None else None,
+            model_called=self.model_called,
+        )
+
+    def audit(self, **fields: Any) -> None:
+        config = self.assistant.provider.config
+        entry: dict[str, Any] = {
+            "request_id": self.request.request_id,
+            "provider": config.name,
+            "provider_type": config.type,
+            "model": config.model,
+            "prompt_hash": prompt_hash(),
+            "category": self.request.category,
+            "decision": self.decision.audit() if self.decision else None,
+            "payload": [m.as_dict() for m in self.audit_payload.messages()]
+            if self.audit_payload
+            else None,
+        }
+        entry.update(fields)
+        if "answer" in entry and isinstance(entry["answer"], str):
+            # What the model wrote may echo what it was told: the same tokens, numbers masked.
+            entry["answer"] = mask_numbers(self.pseudo.pseudonymize(entry["answer"])).text
+        self.assistant.harness.audit.record(entry)
+
+    def known_contact(self, contact_id: str) -> bool:
+        return self.assistant.book().get(contact_id) is not None
+
+
+def _pseudonymised(payload: Payload, pseudo: Pseudonymizer) -> Payload:
+    return payload.with_contents(
+        [
+            pseudo.pseudonymize(e.content) if e.data_class == "user_text" else e.content
+            for e in payload.elements
+        ]
+    )
+
+
+def _post_process(text: str, turn: _Turn) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Numbers masked, then contacts rendered with the directory's numbers (one shot)."""
+    rendered = render_contacts(mask_numbers(text).text, turn.assistant.book(), turn.assistant.style)
+    return rendered.text, rendered.contacts, rendered.unknown_tags
+
+
 async def chat_turn(
     assistant: Assistant, request: TurnRequest
 ) -> AsyncGenerator[Delta | TurnResult, None]:
     """Deltas, then one ``TurnResult``; never raises a model error."""
-    started = time.perf_counter()
+    turn = _Turn(assistant, request)
+    outcome = _run(turn)
+    async with contextlib.aclosing(outcome):
+        async for event in outcome:
+            if isinstance(event, TurnResult) and event.source == "fallback" and not turn.sent:
+                yield Delta(event.text)  # a fallback with nothing before it streams whole
+            yield event
+
+
+async def _run(turn: _Turn) -> AsyncGenerator[Delta | TurnResult, None]:
+    assistant, request = turn.assistant, turn.request
+    harness = assistant.harness
     if isinstance(assistant.provider, NoProvider):
-        result = _fallback(assistant, request, "disabled", started)
-        yield Delta(result.text)
-        yield result
+        yield turn.fallback("disabled")
         return
     try:
         await assistant.quotas.check(assistant.quota_counter, request.device_id)
     except ModelError as error:
-        result = _fallback(assistant, request, "quota", started, error=error)
-        yield Delta(result.text)
-        yield result
+        yield turn.fallback("quota", error)
         return
 
-    book = assistant.book()
-    messages = build_messages(
+    raw_payload = build_payload(
         request.text,
         category=request.category,
         topics=request.topics,
         contacts=assistant.prompt_contacts(request.category, request.topics),
         history=request.history,
     )
-    masker, renderer = StreamMasker(), StreamRenderer(book)
-    sent: list[str] = []
-    queue_wait_ms: float | None = None
-    first_token_ms: float | None = None
-    stats: GenerationStats | None = None
+    turn.pseudo = Pseudonymizer(harness.pseudonymize)
+    turn.audit_payload = _pseudonymised(raw_payload, turn.pseudo)
+    turn.decision = decide(assistant.provider.config, raw_payload.elements, harness.policy)
+    if not turn.decision.allowed:
+        turn.audit(status="blocked_policy", source="fallback")
+        yield turn.fallback("blocked_policy")
+        return
+    send = turn.audit_payload if turn.decision.pseudonymise else raw_payload
+    if turn.decision.leak_scan:
+        raw_texts = [e.content for e in raw_payload.elements if e.data_class == "user_text"]
+        report = scan(send.serialized(), raw_texts, turn.pseudo.originals)
+        if not report.clean:
+            turn.audit(status="blocked_policy", source="fallback", leak=report.audit())
+            yield turn.fallback("blocked_policy")
+            return
+
+    model = assistant.provider.config.model
+    key = cache_key(turn.audit_payload.serialized(), model, prompt_hash())
+    cache = harness.cache
+    if cache is not None:
+        found = cache.lookup(
+            key, lambda answer: validate(answer, turn.known_contact, harness.contract)
+        )
+        if found.entry is not None:
+            text, contacts, unknown = _post_process(
+                turn.pseudo.reidentify(found.entry.answer), turn
+            )
+            turn.audit(status="ok", source="cache", cache=found.outcome)
+            yield TurnResult(
+                text, "cache", "ok", contacts, model, prompt_hash(),
+                Timings(total_ms=_ms(turn.started)), unknown_tags=unknown,
+            )  # fmt: skip
+            return
+
+    async for event in _generate(turn, send, key):
+        yield event
+
+
+async def _generate(
+    turn: _Turn, send: Payload, key: str
+) -> AsyncGenerator[Delta | TurnResult, None]:
+    assistant = turn.assistant
+    harness = assistant.harness
+    assert turn.decision is not None  # noqa: S101 - set by _run before
+    streaming = not turn.decision.pseudonymise
+    messages = send.messages()
+    masker, renderer = StreamMasker(), StreamRenderer(assistant.book(), assistant.style)
+    first = Generation()
     try:
         async with assistant.slots.slot() as waited:
-            queue_wait_ms = round(waited * 1000, 2)
-            generation_started = time.perf_counter()
-            chunks = guarded_stream(
-                assistant.provider, messages, assistant.options, assistant.budgets
+            turn.queue_wait_ms = round(waited * 1000, 2)
+            turn.model_called = True
+            pieces = generate(
+                assistant.provider, messages, assistant.options, assistant.budgets, first
             )
-            # aclosing: leaving the loop early (a cancelled turn) must close the upstream now,
-            # not whenever the garbage collector gets to the generator.
-            async with contextlib.aclosing(chunks):
-                async for chunk in chunks:
-                    if first_token_ms is None:
-                        first_token_ms = _ms(generation_started)
-                    if chunk.stats is not None:
-                        stats = chunk.stats
-                    out = renderer.feed(masker.feed(chunk.text))
-                    if out:
-                        sent.append(out)
+            async with contextlib.aclosing(pieces):
+                async for piece in pieces:
+                    if streaming and (out := renderer.feed(masker.feed(piece))):
+                        turn.sent.append(out)
                         yield Delta(out)
-            tail = renderer.feed(masker.close()) + renderer.close()
-            if tail:
-                sent.append(tail)
+            if streaming and (tail := renderer.feed(masker.close()) + renderer.close()):
+                turn.sent.append(tail)
                 yield Delta(tail)
+            errors = validate(first.raw, turn.known_contact, harness.contract)
+            turn.audit(
+                attempt=1,
+                answer=first.raw,
+                validation=errors,
+                status="invalid_output" if errors else "ok",
+                timings={"first_token_ms": first.first_token_ms, "total_ms": first.total_ms},
+            )
+            final: Generation | None = first
+            if errors:
+                final = await _retry(turn, messages, first, errors)
     except ModelError as error:
-        result = _fallback(
-            assistant,
-            request,
-            error.status,
-            started,
-            partial=bool(sent),
-            error=error,
-            queue_wait_ms=queue_wait_ms,
-        )
-        if not sent:
-            yield Delta(result.text)
-        yield result
+        turn.audit(attempt=1, answer=first.raw, status=error.status, error=error.audit())
+        yield turn.fallback(error.status, error)
         return
     except asyncio.CancelledError:
         raise
-    text = "".join(sent)
-    if not text.strip():
-        result = _fallback(
-            assistant, request, "invalid_output", started, queue_wait_ms=queue_wait_ms
-        )
-        yield Delta(result.text)
-        yield result
+    if final is None:
+        yield turn.fallback("invalid_output")
         return
+
+    if harness.cache is not None:
+        harness.cache.store(
+            key, turn.pseudo.pseudonymize(final.raw), assistant.provider.config.model, prompt_hash()
+        )
+    if streaming and final is first:
+        text = "".join(turn.sent)
+        contacts, unknown = renderer.contacts, renderer.unknown_tags
+    else:
+        raw = turn.pseudo.reidentify(final.raw) if turn.decision.pseudonymise else final.raw
+        text, contacts, unknown = _post_process(raw, turn)
+    stats = final.stats
     yield TurnResult(
         text=text,
         source="llm",
         status="ok",
-        contacts=renderer.contacts,
+        contacts=contacts,
         model=assistant.provider.config.model,
         prompt_hash=prompt_hash(),
         timings=Timings(
-            queue_wait_ms=queue_wait_ms,
-            first_token_ms=first_token_ms,
-            total_ms=_ms(started),
+            queue_wait_ms=turn.queue_wait_ms,
+            first_token_ms=first.first_token_ms,
+            total_ms=_ms(turn.started),
             tokens=stats.eval_count if stats else None,
             tokens_per_second=round(stats.tokens_per_second, 2)
             if stats and stats.tokens_per_second
             else None,
         ),
-        unknown_tags=renderer.unknown_tags,
+        partial_discarded=bool(turn.sent) and final is not first,
+        unknown_tags=unknown,
+        model_called=True,
     )
+
+
+async def _retry(
+    turn: _Turn, messages: list[Message], first: Generation, errors: list[str]
+) -> Generation | None:
+    """One more try with the list of errors, when the turn's time budget allows it."""
+    assistant = turn.assistant
+    budgets = remaining_budget(assistant.budgets, _ms(turn.started))
+    if budgets is None:
+        return None
+    follow_up = [
+        *messages,
+        Message("assistant", first.raw),
+        Message("user", RETRY_INSTRUCTION.format(errors=" ".join(errors))),
+    ]
+    second = Generation()
+    try:
+        pieces = generate(assistant.provider, follow_up, assistant.options, budgets, second)
+        async with contextlib.aclosing(pieces):
+            async for _ in pieces:
+                pass
+    except ModelError as error:
+        turn.audit(attempt=2, answer=second.raw, status=error.status, error=error.audit())
+        return None
+    again = validate(second.raw, turn.known_contact, assistant.harness.contract)
+    turn.audit(
+        attempt=2,
+        answer=second.raw,
+        validation=again,
+        status="ok" if not again else "invalid_output",
+    )
+    return None if again else second

@@ -27,7 +27,7 @@ class ChatOptions:
     seed: int | None = None
     num_predict: int = 400
     num_ctx: int | None = 4096
-    keep_alive: str | None = "30m"  # Ollama only
+    keep_alive: str | None = None  # Ollama only; None: the server's OLLAMA_KEEP_ALIVE applies
     json_schema: dict[str, object] | None = None  # constrained output (judge), when supported
 
 

@@ -20,10 +20,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from directory.contact import Contact
 from directory.snapshot import Directory, DirectoryStore
 from llm.admission import Quotas, Slots
+from llm.audit import AuditLog
+from llm.cache import AnswerCache
 from llm.prompting import PromptContact
 from llm.providers import Provider, build_provider
-from llm.turn import Assistant
+from llm.turn import Assistant, Harness
 from llm.types import ChatOptions, Health
+from llm.validate import OutputContract
+from server.cache_store import SqlCacheStore, cache_secret
 from server.db import repository
 from server.db.session import make_engine, make_session_factory
 from server.metrics import Metrics
@@ -83,6 +87,8 @@ class Services:
             quotas=Quotas(settings.admission.quota_per_device, settings.admission.quota_global),
             quota_counter=_StoredQuota(sessions),
             options=ChatOptions(num_predict=settings.budgets.num_predict),
+            harness=_harness(settings, sessions),
+            style=settings.contact_style,
         )
         return cls(
             settings=settings,
@@ -99,7 +105,7 @@ class Services:
         try:
             await asyncio.to_thread(self.directory.reload, self.sessions)
         except Exception as exc:  # the national card is always there
-            log.warning("directory reload failed at start-up: %s", type(exc).__name__)
+            log.warning("directory reload failed at start-up", extra={"error": type(exc).__name__})
         self._tasks.append(
             asyncio.create_task(
                 self.directory.watch(self.sessions, self.settings.directory_reload_s)
@@ -116,6 +122,7 @@ class Services:
         self._tasks.clear()
         with contextlib.suppress(Exception):
             await self.provider.aclose()
+        self.assistant.harness.audit.close()
         self.engine.dispose()
 
     async def _watch_model(self) -> None:
@@ -125,7 +132,10 @@ class Services:
                 await self.provider.warm_up()
                 log.info("model warmed up", extra={"model": self.settings.provider.model})
             except Exception as exc:
-                log.warning("model warm-up failed: %s", type(exc).__name__)
+                log.warning(
+                    "model warm-up failed",
+                    extra={"error": type(exc).__name__, "reason": getattr(exc, "reason", None)},
+                )
         while True:
             await self.check_model()
             await asyncio.sleep(self.settings.health_interval_s)
@@ -153,6 +163,30 @@ class Services:
             return True
         except Exception:
             return False
+
+
+def _harness(settings: Settings, sessions: sessionmaker[Session]) -> Harness:
+    data = settings.data_dir
+    cache = None
+    if settings.cache_ttl_s > 0:
+        try:
+            cache = AnswerCache(SqlCacheStore(sessions), cache_secret(data), settings.cache_ttl_s)
+        except OSError as exc:  # no writable data dir: no cache rather than no service
+            log.warning("answer cache disabled", extra={"error": type(exc).__name__})
+    try:
+        audit = AuditLog(
+            data / "audit" / "audit.jsonl", settings.audit_max_bytes, settings.audit_backups
+        )
+    except OSError as exc:
+        log.warning("audit log unavailable", extra={"error": type(exc).__name__})
+        audit = AuditLog(None)
+    return Harness(
+        policy=settings.policy,
+        pseudonymize=settings.pseudonymize,
+        contract=OutputContract(max_chars=settings.answer_max_chars),
+        cache=cache,
+        audit=audit,
+    )
 
 
 def _prompt_contacts(

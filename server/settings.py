@@ -19,6 +19,8 @@ from pydantic_settings import (
 )
 
 from llm.config import Budgets, ProviderConfig
+from llm.policy import PolicyConfig
+from llm.pseudonymize import PseudonymizeConfig
 
 __all__ = ["AdmissionSettings", "Settings", "SettingsError", "load_settings"]
 
@@ -53,6 +55,13 @@ class Settings(BaseSettings):
     directory_reload_s: float = Field(default=30.0, gt=0)
     health_interval_s: float = Field(default=30.0, gt=0)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    policy: PolicyConfig = PolicyConfig()
+    pseudonymize: PseudonymizeConfig = PseudonymizeConfig()
+    answer_max_chars: int = Field(default=2_500, ge=100)
+    cache_ttl_s: float = Field(default=7 * 24 * 3600, ge=0)  # 0 disables the answer cache
+    data_dir: Path = Path("data")  # audit log and the cache's key live here
+    audit_max_bytes: int = Field(default=10_000_000, ge=10_000)
+    audit_backups: int = Field(default=5, ge=0)
     create_first_token: bool = True  # the first `serve` with no device creates and prints one
 
     @classmethod

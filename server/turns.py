@@ -28,6 +28,7 @@ from llm.types import Message
 from safety import detect
 from safety.contacts import render_contacts
 from server.db import repository
+from server.logs import request_id
 from server.schemas import CardContact, ChatRequest, ChatResponse, SafetyPayload, TimingsPayload
 from server.services import Services
 
@@ -212,6 +213,7 @@ async def _answer(
                 topics=detection.topics,
                 device_id=device_id,
                 history=history,
+                request_id=request_id.get(),
             )
             turn_events = chat_turn(services.assistant, turn)
             async with contextlib.aclosing(turn_events):
@@ -319,7 +321,7 @@ async def _store(
             status=result.status,
             source=result.source,
             model=result.model,
-            model_called=result.source == "llm" or result.status in ("timeout", "invalid_output"),
+            model_called=result.model_called,
             prompt_hash=result.prompt_hash,
             response=response.model_dump(mode="json"),
             detection_ms=detection_ms,

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.db.base import Base
 
-__all__ = ["Conversation", "Device", "Turn", "utcnow"]
+__all__ = ["CachedAnswer", "Conversation", "Device", "Turn", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -87,3 +87,16 @@ class Turn(Base):
     total_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     conversation: Mapped[Conversation] = relationship(back_populates="turns")
+
+
+class CachedAnswer(Base):
+    """A validated answer, reusable for the same pseudonymised request (see llm.cache)."""
+
+    __tablename__ = "answer_cache"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    answer: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[float] = mapped_column(Float)
+    mac: Mapped[str] = mapped_column(String(64))

@@ -92,7 +92,7 @@ FAULTS = [
 async def test_normal_answer_is_masked_and_rendered(fake: FakeOllama) -> None:
     fake.enqueue(
         Behaviour.normal(
-            "Appelez [[pompiers]] ou le 06 12 34 56 78, puis [[inconnu]].", chunk_size=3
+            "Appelez [[pompiers]] ou le 06 12 34 56 78, puis notez tout.", chunk_size=3
         )
     )
     deltas, result = await _run(_assistant(fake.url), GAS)
@@ -102,9 +102,34 @@ async def test_normal_answer_is_masked_and_rendered(fake: FakeOllama) -> None:
     assert "06 12 34 56 78" not in result.text  # a number the model wrote: masked
     assert "[numéro masqué]" in result.text
     assert result.contacts == ("pompiers",)
-    assert result.unknown_tags == ("inconnu",)
+    assert result.unknown_tags == ()
     assert result.timings.first_token_ms is not None
     assert result.timings.tokens is not None
+
+
+async def test_invalid_answer_is_retried_once_with_its_errors(fake: FakeOllama) -> None:
+    fake.enqueue(Behaviour.normal("Voyez [[conciliateur]] sur https://exemple.fr"))
+    fake.enqueue(Behaviour.normal("Notez chaque épisode dans le journal, puis écrivez au syndic."))
+    deltas, result = await _run(_assistant(fake.url), NOISE)
+    assert (result.source, result.status) == ("llm", "ok")
+    assert result.text == "Notez chaque épisode dans le journal, puis écrivez au syndic."
+    assert result.partial_discarded  # the first answer was streamed as a preview
+    assert "".join(deltas).startswith("Voyez")
+    retry = fake.requests[-1]["messages"]
+    assert retry[-2] == {
+        "role": "assistant",
+        "content": "Voyez [[conciliateur]] sur https://exemple.fr",
+    }
+    assert "Identifiants inconnus : conciliateur" in retry[-1]["content"]
+    assert "lien web" in retry[-1]["content"]
+
+
+async def test_invalid_twice_gives_the_fallback(fake: FakeOllama) -> None:
+    fake.enqueue(Behaviour.normal("<b>gras</b>"))
+    fake.enqueue(Behaviour.normal("<i>encore</i>"))
+    _, result = await _run(_assistant(fake.url), NOISE)
+    assert (result.source, result.status) == ("fallback", "invalid_output")
+    assert result.text.endswith(EMERGENCY_LINE)
 
 
 @pytest.mark.parametrize(("behaviour", "status", "closed_by_us"), FAULTS)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,6 +41,7 @@ def make_settings(database_url: str, model_url: str, **overrides: Any) -> Settin
         "warm_up": False,
         "health_interval_s": 3600,
         "heartbeat_s": 5.0,
+        "data_dir": Path(tempfile.mkdtemp(prefix="nuisances-data-")),
     }
     values.update(overrides)
     return Settings(**values)
