@@ -10,6 +10,7 @@ came from the model are stored.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import time
@@ -74,20 +75,28 @@ class AnswerCache:
     def lookup(self, key: str, revalidate: Callable[[str], list[str]]) -> Lookup:
         if self._store is None or self._ttl_s <= 0:
             return Lookup(None, "disabled")
-        entry = self._store.get(key)
+        try:
+            return self._lookup(self._store, key, revalidate)
+        except Exception:  # storage trouble is a miss: the cache never fails a turn
+            return Lookup(None, "miss")
+
+    def _lookup(
+        self, store: CacheStore, key: str, revalidate: Callable[[str], list[str]]
+    ) -> Lookup:
+        entry = store.get(key)
         if entry is None:
             return Lookup(None, "miss")
         expected = self._mac(
             entry.key, entry.answer, entry.model, entry.prompt_hash, entry.created_at
         )
         if entry.key != key or not hmac.compare_digest(expected, entry.mac):
-            self._store.delete(key)
+            store.delete(key)
             return Lookup(None, "tampered")
         if self._clock() - entry.created_at > self._ttl_s:
-            self._store.delete(key)
+            store.delete(key)
             return Lookup(None, "stale")
         if revalidate(entry.answer):
-            self._store.delete(key)
+            store.delete(key)
             return Lookup(None, "invalid")
         return Lookup(entry, "hit")
 
@@ -96,4 +105,5 @@ class AnswerCache:
             return
         created = self._clock()
         mac = self._mac(key, answer, model, prompt_hash, created)
-        self._store.put(CacheEntry(key, answer, model, prompt_hash, created, mac))
+        with contextlib.suppress(Exception):  # an answer not cached is only a later miss
+            self._store.put(CacheEntry(key, answer, model, prompt_hash, created, mac))

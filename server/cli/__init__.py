@@ -6,6 +6,7 @@ import typer
 
 from server.cli.chat_command import chat
 from server.cli.directory_commands import app as directory_app
+from server.cli.doctor_command import doctor
 from server.cli.ops_commands import db_app, serve, tokens_app
 from server.cli.safety_commands import app as safety_app
 
@@ -17,6 +18,7 @@ app = typer.Typer(
 )
 app.command()(serve)
 app.command()(chat)
+app.command()(doctor)
 app.add_typer(tokens_app, name="tokens")
 app.add_typer(db_app, name="db")
 app.add_typer(safety_app, name="safety")

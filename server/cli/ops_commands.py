@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.db import repository
@@ -47,11 +46,12 @@ def tokens_create(label: Annotated[str, typer.Option(help="Who or what the devic
 def tokens_list() -> None:
     with _sessions(_settings())() as session:
         devices = repository.list_devices(session)
-    table = Table("id", "label", "token starts with", "created", "revoked")
     for d in devices:
-        table.add_row(d.id, d.label, d.token_prefix + "…", f"{d.created_at:%Y-%m-%d %H:%M}",
-                      f"{d.revoked_at:%Y-%m-%d %H:%M}" if d.revoked_at else "")  # fmt: skip
-    console.print(table)
+        revoked = f"revoked {d.revoked_at:%Y-%m-%d %H:%M}" if d.revoked_at else "active"
+        console.print(
+            f"{d.id}  {d.token_prefix}…  {d.created_at:%Y-%m-%d %H:%M}  {revoked}  {d.label}",
+            markup=False,
+        )
 
 
 @tokens_app.command("revoke")
