@@ -247,7 +247,7 @@ async def _run(turn: _Turn) -> AsyncGenerator[Delta | TurnResult, None]:
     send = turn.audit_payload if turn.decision.pseudonymise else raw_payload
     if turn.decision.leak_scan:
         raw_texts = [e.content for e in raw_payload.elements if e.data_class == "user_text"]
-        report = scan(send.serialized(), raw_texts, turn.pseudo.originals)
+        report = scan([e.content for e in send.elements], raw_texts, turn.pseudo.originals)
         if not report.clean:
             turn.audit(status="blocked_policy", source="fallback", leak=report.audit())
             yield turn.fallback("blocked_policy")

@@ -47,6 +47,7 @@ numbers is emitted as soon as it is fed.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -149,8 +150,18 @@ def _masked_cluster(buf: str, start: int, end: int, spans: list[tuple[int, int]]
 def mask_numbers(text: str, allowed: frozenset[str] = NATIONAL_NUMBERS) -> Masked:
     """Replace every phone number in ``text`` by ``[numéro masqué]``, except ``allowed`` ones.
 
-    Never raises on a ``str``; same input, same output.
+    Never raises on a ``str``; same input, same output (hence the small memo: a turn masks,
+    pseudonymises and scans the same texts, and history comes back turn after turn).
     """
+    if len(text) > _MEMO_MAX_CHARS:
+        return _mask_numbers(text, allowed)
+    return _memo(text, allowed)
+
+
+_MEMO_MAX_CHARS = 8_192
+
+
+def _mask_numbers(text: str, allowed: frozenset[str]) -> Masked:
     pieces: list[str] = []
     spans: list[tuple[int, int]] = []
     tail = ""  # the last LEFT_CONTEXT characters of the masked text up to ``cursor``
@@ -169,6 +180,9 @@ def mask_numbers(text: str, allowed: frozenset[str] = NATIONAL_NUMBERS) -> Maske
         cursor = pos
     pieces.append(text[cursor:])
     return Masked("".join(pieces), tuple(spans))
+
+
+_memo = functools.lru_cache(maxsize=1_024)(_mask_numbers)
 
 
 class StreamMasker:
