@@ -91,13 +91,27 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
+class _CharFold(dict[str, str]):
+    """One character folded to one character (a memo, bounded by the alphabet in use)."""
+
+    def __missing__(self, char: str) -> str:
+        folded = _fold(char)
+        one = folded if len(folded) == 1 else char.lower()
+        if len(one) != 1:  # a lower case that expands (e.g. "İ"): keep the character
+            one = char
+        if len(self) < 10_000:
+            self[char] = one
+        return one
+
+
+_CHAR_FOLD = _CharFold()
+
+
 def _fold_same_length(text: str) -> str:
     """Fold character by character, keeping length so that offsets stay valid."""
-    out = []
-    for char in text:
-        folded = _fold(char)
-        out.append(folded if len(folded) == 1 else char.lower())
-    return "".join(out)
+    if text.isascii():
+        return text.lower()
+    return "".join(map(_CHAR_FOLD.__getitem__, text))
 
 
 _MATCHERS: dict[int, tuple[ContactBook, _Mentions]] = {}
