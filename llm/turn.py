@@ -103,6 +103,7 @@ class TurnRequest:
     device_id: str | None = None
     history: Sequence[Message] = ()
     request_id: str | None = None
+    quota_counts: tuple[int, int] | None = None  # counted by the caller already, if given
 
 
 @dataclass
@@ -132,6 +133,16 @@ class Assistant:
     style: Literal["inline", "name"] = "inline"
 
 
+class _Counted:
+    """Quota counts the caller read already (with the rest of the turn's storage)."""
+
+    def __init__(self, counts: tuple[int, int]) -> None:
+        self._counts = counts
+
+    async def today(self, device_id: str | None) -> tuple[int, int]:
+        return self._counts
+
+
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
@@ -145,7 +156,8 @@ class _Turn:
     started: float = field(default_factory=time.perf_counter)
     pseudo: Pseudonymizer = field(default_factory=Pseudonymizer)
     decision: Decision | None = None
-    audit_payload: Payload | None = None
+    raw_payload: Payload | None = None
+    _pseudonymised_payload: Payload | None = None
     queue_wait_ms: float | None = None
     sent: list[str] = field(default_factory=list)
     model_called: bool = False
@@ -176,8 +188,8 @@ class _Turn:
             "prompt_hash": prompt_hash(),
             "category": self.request.category,
             "decision": self.decision.audit() if self.decision else None,
-            "payload": [m.as_dict() for m in self.audit_payload.messages()]
-            if self.audit_payload
+            "payload": [m.as_dict() for m in self.audit_payload().messages()]
+            if self.raw_payload
             else None,
         }
         entry.update(fields)
@@ -185,6 +197,14 @@ class _Turn:
             # What the model wrote may echo what it was told: the same tokens, numbers masked.
             entry["answer"] = mask_numbers(self.pseudo.pseudonymize(entry["answer"])).text
         self.assistant.harness.audit.record(entry)
+
+    def audit_payload(self) -> Payload:
+        """The payload pseudonymised (what the audit log and the cache key see), computed
+        once, on first need: a turn refused at admission never pays for it."""
+        if self._pseudonymised_payload is None:
+            assert self.raw_payload is not None  # noqa: S101 - set before any use
+            self._pseudonymised_payload = _pseudonymised(self.raw_payload, self.pseudo)
+        return self._pseudonymised_payload
 
     def known_contact(self, contact_id: str) -> bool:
         return self.assistant.book().get(contact_id) is not None
@@ -225,7 +245,12 @@ async def _run(turn: _Turn) -> AsyncGenerator[Delta | TurnResult, None]:
         yield turn.fallback("disabled")
         return
     try:
-        await assistant.quotas.check(assistant.quota_counter, request.device_id)
+        counter = (
+            _Counted(request.quota_counts)
+            if request.quota_counts is not None
+            else assistant.quota_counter
+        )
+        await assistant.quotas.check(counter, request.device_id)
     except ModelError as error:
         yield turn.fallback("quota", error)
         return
@@ -238,13 +263,13 @@ async def _run(turn: _Turn) -> AsyncGenerator[Delta | TurnResult, None]:
         history=request.history,
     )
     turn.pseudo = Pseudonymizer(harness.pseudonymize)
-    turn.audit_payload = _pseudonymised(raw_payload, turn.pseudo)
+    turn.raw_payload = raw_payload
     turn.decision = decide(assistant.provider.config, raw_payload.elements, harness.policy)
     if not turn.decision.allowed:
         turn.audit(status="blocked_policy", source="fallback")
         yield turn.fallback("blocked_policy")
         return
-    send = turn.audit_payload if turn.decision.pseudonymise else raw_payload
+    send = turn.audit_payload() if turn.decision.pseudonymise else raw_payload
     if turn.decision.leak_scan:
         raw_texts = [e.content for e in raw_payload.elements if e.data_class == "user_text"]
         report = scan([e.content for e in send.elements], raw_texts, turn.pseudo.originals)
@@ -254,8 +279,8 @@ async def _run(turn: _Turn) -> AsyncGenerator[Delta | TurnResult, None]:
             return
 
     model = assistant.provider.config.model
-    key = cache_key(turn.audit_payload.serialized(), model, prompt_hash())
     cache = harness.cache
+    key = cache_key(turn.audit_payload().serialized(), model, prompt_hash()) if cache else ""
     if cache is not None:
         found = cache.lookup(
             key, lambda answer: validate(answer, turn.known_contact, harness.contract)
@@ -312,7 +337,8 @@ async def _generate(
             if errors:
                 final = await _retry(turn, messages, first, errors)
     except ModelError as error:
-        turn.audit(attempt=1, answer=first.raw, status=error.status, error=error.audit())
+        if error.stage != "admission":  # a refused slot is not a model call
+            turn.audit(attempt=1, answer=first.raw, status=error.status, error=error.audit())
         yield turn.fallback(error.status, error)
         return
     except asyncio.CancelledError:
@@ -321,7 +347,7 @@ async def _generate(
         yield turn.fallback("invalid_output")
         return
 
-    if harness.cache is not None:
+    if harness.cache is not None and key:
         harness.cache.store(
             key, turn.pseudo.pseudonymize(final.raw), assistant.provider.config.model, prompt_hash()
         )

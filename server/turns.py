@@ -152,11 +152,13 @@ async def _answer(
     key = (device_id, request.client_message_id)
     turn_id: int | None = None
     database_ok = True
+    prepared: repository.Prepared | None = None
     for _attempt in range(3):
         try:
-            claim = await _db(
+            prepared = await _db(
                 services,
-                repository.claim_turn,
+                repository.prepare_turn,
+                history_turns=settings.history_turns,
                 device_id=device_id,
                 conversation_id=request.conversation_id,
                 client_message_id=request.client_message_id,
@@ -173,6 +175,7 @@ async def _answer(
             log.warning("database unavailable for a turn", extra={"error": type(exc).__name__})
             database_ok = False
             break
+        claim = prepared.claim
         if claim.claimed:
             turn_id = claim.turn_id
             break
@@ -194,17 +197,10 @@ async def _answer(
         services.in_flight[key] = future
     result: TurnResult | None = None
     try:
-        if database_ok and turn_id is not None:
-            past = await _db(
-                services,
-                repository.history,
-                device_id,
-                request.conversation_id,
-                settings.history_turns,
-            )
+        if database_ok and turn_id is not None and prepared is not None:
             history = [
                 m
-                for message, reply in past
+                for message, reply in prepared.history
                 for m in (Message("user", message), Message("assistant", reply))
             ]
             turn = TurnRequest(
@@ -214,6 +210,7 @@ async def _answer(
                 device_id=device_id,
                 history=history,
                 request_id=request_id.get(),
+                quota_counts=prepared.quota,
             )
             turn_events = chat_turn(services.assistant, turn)
             async with contextlib.aclosing(turn_events):

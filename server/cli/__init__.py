@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from server.cli.bench_command import bench_app
 from server.cli.chat_command import chat
 from server.cli.directory_commands import app as directory_app
 from server.cli.doctor_command import doctor
@@ -23,6 +24,7 @@ app.add_typer(tokens_app, name="tokens")
 app.add_typer(db_app, name="db")
 app.add_typer(safety_app, name="safety")
 app.add_typer(directory_app, name="directory")
+app.add_typer(bench_app, name="bench")
 
 
 def main() -> None:

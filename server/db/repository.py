@@ -29,6 +29,7 @@ __all__ = [
     "history",
     "list_devices",
     "mark_cancelled",
+    "prepare_turn",
     "purge_older_than",
     "quota_counts",
     "revoke_device",
@@ -167,6 +168,25 @@ def claim_turn(
         session.commit()
         return TurnClaim(existing.id, True, "running", None, existing.created_at)
     return TurnClaim(existing.id, False, existing.state, existing.response, started)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a turn needs from storage before it runs, read in one go."""
+
+    claim: TurnClaim
+    history: list[tuple[str, str]]
+    quota: tuple[int, int]  # model calls today: this device, everyone
+
+
+def prepare_turn(session: Session, *, history_turns: int, **claim: Any) -> Prepared:
+    """Claim the turn; when it is ours, read its history and today's quota counts too (one
+    round trip to the worker thread and the database instead of three)."""
+    found = claim_turn(session, **claim)
+    if not found.claimed:
+        return Prepared(found, [], (0, 0))
+    past = history(session, claim["device_id"], claim["conversation_id"], history_turns)
+    return Prepared(found, past, quota_counts(session, claim["device_id"]))
 
 
 def finish_turn(session: Session, turn_id: int, **fields: Any) -> None:

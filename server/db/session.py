@@ -24,6 +24,9 @@ def make_engine(database_url: str, **options: Any) -> Engine:
             cursor = connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL is safe against corruption and commits without an fsync each
+            # (a power cut may lose the last turns, not the database).
+            cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
 
         return engine
