@@ -35,7 +35,7 @@ HISTORY = [
 ANSWER = (
     "Notez chaque épisode dans le journal, parlez-en avec PERS-1 puis écrivez au syndic. " * 15
 )[:1200]
-PROVIDER = ProviderConfig(base_url="https://api.example.com", model="m", data_class="external")  # type: ignore[arg-type]
+PROVIDER = ProviderConfig(base_url="https://api.example.com", model="m", data_class="external")
 POLICY = PolicyConfig(allow_external=True)
 
 

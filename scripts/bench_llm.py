@@ -82,8 +82,14 @@ async def direct_ollama(client: httpx.AsyncClient, model: str) -> float:
 
 async def direct_openai(client: httpx.AsyncClient, model: str, num_predict: int) -> float:
     start = time.perf_counter()
-    body = {"model": model, "messages": _messages(), "stream": True, "max_tokens": num_predict,
-            "temperature": 0.0, "seed": 1}  # fmt: skip
+    body = {
+        "model": model,
+        "messages": _messages(),
+        "stream": True,
+        "max_tokens": num_predict,
+        "temperature": 0.0,
+        "seed": 1,
+    }
     async with client.stream("POST", "/v1/chat/completions", json=body) as response:
         async for line in response.aiter_lines():
             if line.strip() == "data: [DONE]":
@@ -96,7 +102,7 @@ async def through_layer(
 ) -> tuple[float, float | None]:
     watch = Stopwatch(provider)
     assistant = Assistant(
-        provider=watch,  # type: ignore[arg-type]
+        provider=watch,
         budgets=budgets,
         book=lambda: BOOK,
         prompt_contacts=lambda category, topics: CONTACTS,
@@ -132,7 +138,7 @@ async def bench_fake(turns: int) -> None:
     with FakeOllama(
         models=[DEFAULT_MODEL], loaded=True, default=Behaviour.normal(TEXT, chunk_size=4)
     ) as fake:
-        provider = OllamaProvider(ProviderConfig(base_url=fake.url, model=DEFAULT_MODEL), budgets)  # type: ignore[arg-type]
+        provider = OllamaProvider(ProviderConfig(base_url=fake.url, model=DEFAULT_MODEL), budgets)
         async with httpx.AsyncClient(base_url=fake.url, timeout=30) as client:
             for _ in range(20):
                 await direct_ollama(client, DEFAULT_MODEL)
@@ -154,7 +160,7 @@ async def bench_real(turns: int) -> None:
 
     budgets = Budgets(first_token_s=120, total_s=240, idle_s=60, loop_repeats=1000)
     with start_llama_server() as url:
-        config = ProviderConfig(type="openai_compat", base_url=url, model="smollm2")  # type: ignore[arg-type]
+        config = ProviderConfig(type="openai_compat", base_url=url, model="smollm2")
         provider = OpenAICompatProvider(config, budgets)
         async with httpx.AsyncClient(base_url=url, timeout=240) as client:
             await direct_openai(client, "smollm2", 32)
