@@ -38,9 +38,12 @@ def _files(node: Traversable, prefix: str = "") -> list[tuple[str, Traversable]]
 
 @cache
 def prompt_hash() -> str:
-    """SHA-256 over every prompt file (names and contents): recorded with each turn."""
+    """SHA-256 over the assistant's prompt files (names and contents), recorded with each turn.
+    The judge's rubric (``prompts/judge/``) is the bench's, and has a hash of its own."""
     digest = hashlib.sha256()
     for name, node in _files(_root()):
+        if name.startswith("judge/"):
+            continue
         digest.update(name.encode())
         digest.update(b"\0")
         digest.update(node.read_bytes())

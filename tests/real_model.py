@@ -21,13 +21,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
 import httpx
 import pytest
 
-__all__ = ["MODEL_ALIAS", "REQUIRE_ENV", "find_gguf", "llama_server"]
+__all__ = ["MODEL_ALIAS", "REQUIRE_ENV", "find_gguf", "llama_server", "start_llama_server"]
 
 MODEL_ALIAS = "smollm2"
 REQUIRE_ENV = "NUISANCES_TEST_REQUIRE_REAL_MODEL"
@@ -87,9 +88,12 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=STOP_GRACE_S)
 
 
-@pytest.fixture(scope="session")
-def llama_server() -> Iterator[str]:
-    """Base URL (``http://127.0.0.1:PORT``) of a running llama-cpp-python server."""
+@contextmanager
+def start_llama_server(alias: str = MODEL_ALIAS, n_ctx: int = 4096) -> Iterator[str]:
+    """Start llama.cpp's OpenAI-compatible server on a free port; yield its base URL.
+
+    Skips (or fails, under ``NUISANCES_TEST_REQUIRE_REAL_MODEL=1``) when it cannot run.
+    """
     missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         _unavailable(f"llama-cpp-python[server] not installed (missing {', '.join(missing)})")
@@ -100,8 +104,8 @@ def llama_server() -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
-        "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "2048", "--n_threads", "2",
+        "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", str(n_ctx), "--n_threads", "2",
     ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="llama-server-") as workdir:
         log = Path(workdir) / "server.log"
@@ -115,3 +119,10 @@ def llama_server() -> Iterator[str]:
                 yield url
             finally:
                 _stop(process)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """Base URL (``http://127.0.0.1:PORT``) of a running llama-cpp-python server."""
+    with start_llama_server() as url:
+        yield url

@@ -2,30 +2,29 @@
 
 Exit codes: 0 done (and the coverage gate passed); 1 the coverage gate failed; 2 refused
 (invalid input, a judge that may be the model under test, a run directory of another run).
+
+``bench`` is imported inside each command: a build without it (the service's wheel) keeps
+every other command, and says so here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
 
-from bench.compare import compare_results, comparison_markdown, load_results
-from bench.evaluation import GENEROUS, JudgeRun, SelfJudgeRefused, judge_run
-from bench.judge import JudgeConfig
-from bench.pacing import format_duration
-from bench.records import RunDir, RunManifest
-from bench.report import pct
-from bench.runner import RunMismatch, in_process_target, run_bench, url_target
-from bench.scenario import SCENARIOS_DIR, Scenario, ScenarioError, load_scenarios
-from llm.config import Budgets
 from server.settings import SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from bench.records import RunDir, RunManifest
+    from bench.scenario import Scenario
 
 __all__ = ["bench_app"]
 
@@ -35,9 +34,20 @@ bench_app = typer.Typer(
 )
 
 
-def _scenarios(directory: Path, only: list[str] | None) -> list[Scenario]:
+def _require_bench() -> None:
+    if importlib.util.find_spec("bench") is None:
+        console.print(
+            "the bench is not part of this build: run it from the source tree", style="red"
+        )
+        raise typer.Exit(2)
+
+
+def _scenarios(directory: Path | None, only: list[str] | None) -> list[Scenario]:
+    _require_bench()
+    from bench.scenario import SCENARIOS_DIR, ScenarioError, load_scenarios
+
     try:
-        return load_scenarios(directory, only or ())
+        return load_scenarios(directory or SCENARIOS_DIR, only or ())
     except ScenarioError as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(2) from exc
@@ -45,7 +55,7 @@ def _scenarios(directory: Path, only: list[str] | None) -> list[Scenario]:
 
 @bench_app.command("scenarios")
 def scenarios_command(
-    scenarios: Annotated[Path, typer.Option(help="Scenario folder.")] = SCENARIOS_DIR,
+    scenarios: Annotated[Path | None, typer.Option(help="Default: bench/scenarios.")] = None,
 ) -> None:
     """Validate the scenarios and count them per expected category."""
     found = _scenarios(scenarios, None)
@@ -61,6 +71,8 @@ def scenarios_command(
 async def _run(
     found: list[Scenario], run_dir: RunDir, url: str | None, token: str | None, repeat: int
 ) -> RunManifest:
+    from bench.runner import in_process_target, run_bench, url_target
+
     if url is not None:
         if not token:
             console.print("--url needs --token (or NUISANCES_TOKEN)", style="red")
@@ -78,7 +90,7 @@ async def _run(
 
 @bench_app.command("run")
 def run_command(
-    scenarios: Annotated[Path, typer.Option(help="Scenario folder.")] = SCENARIOS_DIR,
+    scenarios: Annotated[Path | None, typer.Option(help="Default: bench/scenarios.")] = None,
     only: Annotated[list[str] | None, typer.Option(help="Play only this scenario id.")] = None,
     url: Annotated[str | None, typer.Option(help="A running server (default: in-process).")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token for --url.")] = None,
@@ -87,6 +99,10 @@ def run_command(
 ) -> None:
     """Play every scenario through the assistant and record the answers."""
     found = _scenarios(scenarios, only)
+    from bench.pacing import format_duration
+    from bench.records import RunDir
+    from bench.runner import RunMismatch
+
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = RunDir(out or Path("bench-runs") / stamp)
     bearer = token or os.environ.get("NUISANCES_TOKEN")
@@ -125,13 +141,22 @@ def judge_command(
     calibration: Annotated[Path | None, typer.Option(help="Human-labelled answers.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Verdict cache shared by runs.")] = None,
     out: Annotated[Path | None, typer.Option(help="Default: RUN_DIR/judge.")] = None,
-    first_token_s: Annotated[float, typer.Option(help="Initial budget.")] = GENEROUS.first_token_s,
-    idle_s: Annotated[float, typer.Option(help="Initial budget.")] = GENEROUS.idle_s,
-    total_s: Annotated[float, typer.Option(help="Initial budget.")] = GENEROUS.total_s,
+    first_token_s: Annotated[float | None, typer.Option(help="Initial budget (600).")] = None,
+    idle_s: Annotated[float | None, typer.Option(help="Initial budget (180).")] = None,
+    total_s: Annotated[float | None, typer.Option(help="Initial budget (1200).")] = None,
     warm_up_calls: Annotated[int, typer.Option(min=1, help="Calls before budgets adapt.")] = 3,
     max_turn_s: Annotated[float, typer.Option(help="Check: slowest acceptable turn.")] = 150.0,
 ) -> None:
     """Grade a run: deterministic checks, then the judge; reports in RUN_DIR/judge."""
+    _require_bench()
+    from bench.evaluation import GENEROUS, JudgeRun, SelfJudgeRefused, judge_run
+    from bench.judge import JudgeConfig
+    from bench.pacing import format_duration
+    from bench.records import RunDir
+    from bench.report import pct
+    from bench.scenario import ScenarioError
+    from llm.config import Budgets
+
     if judge_model is None:
         console.print("--judge-model is required (or NUISANCES_JUDGE_MODEL)", style="red")
         raise typer.Exit(2)
@@ -145,13 +170,9 @@ def judge_command(
         console.print(f"{run_dir}: no run.json (run `nuisances bench run` first)", style="red")
         raise typer.Exit(2)
     try:
+        chosen = {"first_token_s": first_token_s, "idle_s": idle_s, "total_s": total_s}
         budgets = Budgets.model_validate(
-            {
-                **GENEROUS.model_dump(),
-                "first_token_s": first_token_s,
-                "idle_s": idle_s,
-                "total_s": total_s,
-            }
+            {**GENEROUS.model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
         )
         job = JudgeRun(
             config=JudgeConfig(
@@ -201,6 +222,9 @@ def compare_command(
     out: Annotated[Path | None, typer.Option(help="Also write the table here.")] = None,
 ) -> None:
     """McNemar's paired test per criterion between two judged runs."""
+    _require_bench()
+    from bench.compare import compare_results, comparison_markdown, load_results
+
     try:
         a, b = load_results(run_a, judge_dir), load_results(run_b, judge_dir)
     except (OSError, ValueError) as exc:
