@@ -91,7 +91,11 @@ DANGER: list[Row] = [
     ("danger", "le balcon est en train de s'écrouler", "collapsing balcony"),
     ("danger", "LE BALCON DU DESSUS S'EFFONDRE", "caps"),
     ("danger", "tout le plafond vient de tomber dans la chambre, il y a des gravats", "debris"),
-    ("danger", "Je ne peux pas parler, il est dans l'appartement d'à côté et il tape sur ma porte, je suis cachée.", "hiding, aggressor at the door"),
+    (
+        "danger",
+        "Je ne peux pas parler, il est dans l'appartement d'à côté et il tape sur ma porte, je suis cachée.",
+        "hiding, aggressor at the door",
+    ),
 ]
 
 DISTRESS: list[Row] = [
@@ -128,8 +132,16 @@ DISTRESS: list[Row] = [
     ("detresse", "j'ai envie de crever, j'en peux plus", "slang wish to die"),
     ("detresse", "jai plus la force de vivre", "no strength to live"),
     ("detresse", "je me brûle les bras avec un briquet", "self-burning"),
-    ("detresse", "Quelle dose de somnifères il faut pour ne plus se réveiller ?", "means asked as a question"),
-    ("detresse", "des fois je me dis que ce serait plus simple de disparaître", "'plus simple de disparaître'"),
+    (
+        "detresse",
+        "Quelle dose de somnifères il faut pour ne plus se réveiller ?",
+        "means asked as a question",
+    ),
+    (
+        "detresse",
+        "des fois je me dis que ce serait plus simple de disparaître",
+        "'plus simple de disparaître'",
+    ),
 ]
 
 THREATS: list[Row] = [
@@ -160,8 +172,16 @@ THREATS: list[Row] = [
     ("represailles", "si j'appelle encore les flics il va s'en prendre à mon chien", "pet"),
     ("represailles", "le voisin a crevé mes pneus après ma lettre au syndic", "damage"),
     ("represailles", "ils m'ont dit qu'ils allaient me retrouver", "will find me"),
-    ("represailles", "Il m'a dit « si tu rappelles la police je te fais la peau ».", "'je te fais la peau'"),
-    ("represailles", "mon voisin ma frappé hier soir et il dit quil recommencera si je porte plainte", "past blow, repeat threatened"),
+    (
+        "represailles",
+        "Il m'a dit « si tu rappelles la police je te fais la peau ».",
+        "'je te fais la peau'",
+    ),
+    (
+        "represailles",
+        "mon voisin ma frappé hier soir et il dit quil recommencera si je porte plainte",
+        "past blow, repeat threatened",
+    ),
 ]
 
 HARMLESS: list[Row] = [
