@@ -4,6 +4,12 @@ Tuned for recall: a missed emergency can cost a life, a false alert one card on 
 every failure mode fails toward the card: when the time budget runs out the verdict is
 ``danger`` with rule ``safety.timeout``; any unexpected error gives ``danger`` with rule
 ``safety.error``. ``detect`` never raises.
+
+The budget is counted in the calling thread's CPU time, not wall time: it bounds the
+detector's own work on adversarial input, and must not run out because the thread waited
+for the GIL or the CPU under load. (A full garbage collection triggered during a detection
+is still charged to it: a long-running process calls ``gc.freeze()`` once it has loaded,
+see ``server.main``.)
 """
 
 from __future__ import annotations
@@ -74,7 +80,7 @@ def detect(
     try:
         # Loading the shipped rules (once per process) is not part of a message's budget.
         rules = ruleset if ruleset is not None else default_ruleset()
-        deadline = time.perf_counter() + budget_s
+        deadline = time.thread_time() + budget_s
         normalized = normalize(text)
         normalized_text = normalized.text
         firings = evaluate(rules, normalized_text, deadline)

@@ -15,8 +15,9 @@ Three passes over a normalised text:
    ``unless`` class within that class's number of words on either side of the cluster (0:
    overlapping it; null: anywhere in the message).
 
-Everything is deterministic. The caller gives a deadline; ``DeadlineExceededError`` is raised
-when it passes, so that the caller can fail toward the card.
+Everything is deterministic. The caller gives a deadline in the thread's CPU time
+(``time.thread_time()``); ``DeadlineExceededError`` is raised when it passes, so that the
+caller can fail toward the card.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ from typing import NamedTuple
 
 import regex
 
+from safety.keys import MAX_KEY
 from safety.ruleset import (
     MAX_LOOKBEHIND,
     SPECIAL_TERMS,
     CompiledRule,
-    FuzzyIndex,
+    Entry,
+    FuzzyEntries,
     RuleSet,
     TrieNode,
 )
@@ -110,7 +113,7 @@ class Firing:
 
 
 def _remaining(deadline: float) -> float:
-    left = deadline - time.perf_counter()
+    left = deadline - time.thread_time()
     if left <= 0:
         raise DeadlineExceededError
     return left
@@ -133,7 +136,7 @@ def find_hits(ruleset: RuleSet, text: str, deadline: float) -> tuple[list[Hit], 
     hits: list[Hit] = []
     cache: dict[str, list[tuple[str, int]]] = {}
     trie, fuzzy_index = ruleset.prefix_trie, ruleset.fuzzy_index
-    length = len(text)
+    memo = _memo_for(trie)
     for number, (start, end) in enumerate(words):
         if long_input:
             context = text[max(0, start - _BEHIND) : start + _AHEAD]
@@ -144,9 +147,18 @@ def find_hits(ruleset: RuleSet, text: str, deadline: float) -> tuple[list[Hit], 
                     hits.append(Hit(term, start, start + size, number, last))
                 continue
             timeout = _remaining(deadline)
-        elif number % 16 == 0:
+        elif number % 16 == 15:  # word 0 needs no check: the deadline was just set
             _remaining(deadline)
-        found = _cues_at(text, start, end, length, trie, fuzzy_index, timeout)
+        # Most words start no cue: two lookups tell, without a call.
+        window = text[start : start + MAX_KEY]
+        candidates = memo.get(window)
+        if candidates is None:
+            candidates = _candidates(window, trie, memo)
+        fuzzy = fuzzy_index.get(window[0])
+        if not candidates and fuzzy is None:
+            found = []
+        else:
+            found = _cues_at(text, start, end, candidates, fuzzy, timeout)
         if long_input:
             cache[context] = found
         for term, size in found:
@@ -155,32 +167,54 @@ def find_hits(ruleset: RuleSet, text: str, deadline: float) -> tuple[list[Hit], 
     return hits, starts
 
 
+# Per-trie memo of candidates by window. The trie itself is kept beside its memo so that
+# its id cannot be reused by another trie while the memo lives.
+_MEMOS: dict[int, tuple[TrieNode, dict[str, tuple[Entry, ...]]]] = {}
+_MEMO_LIMIT = 50_000
+
+
+def _memo_for(trie: TrieNode) -> dict[str, tuple[Entry, ...]]:
+    slot = _MEMOS.get(id(trie))
+    if slot is None or slot[0] is not trie:
+        slot = _MEMOS[id(trie)] = (trie, {})
+    return slot[1]
+
+
+def _candidates(
+    window: str, trie: TrieNode, memo: dict[str, tuple[Entry, ...]]
+) -> tuple[Entry, ...]:
+    """The patterns whose literal prefix starts ``window`` (the text from a word start, as
+    long as the longest prefix), in file order; remembered in ``memo``, as they depend on
+    the window alone."""
+    candidates: list[Entry] = []
+    node: TrieNode | None = trie.children.get(window[0])
+    index = 1
+    while node is not None:
+        if node.entries:
+            candidates.extend(node.entries)
+        if index >= len(window):
+            break
+        node = node.children.get(window[index])
+        index += 1
+    # Within a class, the first pattern in file order wins, as in an alternation.
+    candidates.sort(key=_order)
+    found = tuple(candidates)
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[window] = found
+    return found
+
+
 def _cues_at(
     text: str,
     start: int,
     end: int,
-    length: int,
-    trie: TrieNode,
-    fuzzy_index: FuzzyIndex,
+    candidates: tuple[Entry, ...],
+    fuzzy: FuzzyEntries | None,
     timeout: float | None,
 ) -> list[tuple[str, int]]:
-    """(term, match length) of every cue class found at the word ``text[start:end]``."""
-    # Walk the trie of literal prefixes from this word start.
-    candidates: list[tuple[int, str, regex.Pattern[str]]] = []
-    node: TrieNode | None = trie.children.get(text[start])
-    index = start + 1
-    while node is not None:
-        if node.entries:
-            candidates.extend(node.entries)
-        if index >= length:
-            break
-        node = node.children.get(text[index])
-        index += 1
-    fuzzy = fuzzy_index.get(text[start])
-    if not candidates and fuzzy is None:
-        return []
-    # Within a class, the first pattern in file order wins, as in an alternation.
-    candidates.sort(key=_order)
+    """(term, match length) of every cue class found at the word ``text[start:end]``, given
+    the patterns that may start there and the fuzzy words of its first letter."""
     found: list[tuple[str, int]] = []
     seen: set[str] = set()
     for _, term, pattern in candidates:

@@ -39,6 +39,7 @@ __all__ = [
     "SPECIAL_TERMS",
     "CompiledRule",
     "CompiledTerm",
+    "FuzzyEntries",
     "FuzzyIndex",
     "RuleSet",
     "RuleSetError",
@@ -131,7 +132,9 @@ class RuleSetError(ValueError):
 
 
 Entry = tuple[int, str, regex.Pattern[str]]  # (order in the rule set, term name, pattern)
-FuzzyIndex = dict[str, tuple[tuple[str, str, regex.Pattern[str], int], ...]]
+# (term, canonical word, compiled fuzzy pattern, allowed edits), by first letter
+FuzzyEntries = tuple[tuple[str, str, regex.Pattern[str], int], ...]
+FuzzyIndex = dict[str, FuzzyEntries]
 # A lookbehind may look at most this many characters back (so contexts can be cached).
 MAX_LOOKBEHIND = 32
 _LOOKBEHIND = regex.compile(r"\(\?<[!=]((?:[^()\\]|\\.)*)\)")

@@ -117,7 +117,7 @@ def _child(scenario: str, database_url: str, ready_file: Path) -> None:
         sock.close()
         server = uvicorn.Server(
             uvicorn.Config(
-                create_app(settings),
+                create_app(settings, freeze_gc=True),
                 host="127.0.0.1",
                 port=port,
                 log_config=None,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
 from llm.providers.base import Provider
+from safety.ruleset import default_ruleset
 from server.db.migrate import upgrade
 from server.errors import install_error_handlers
 from server.logs import configure_logging
@@ -28,9 +30,19 @@ fallback does. Every `/v1` route needs `Authorization: Bearer <token>` (`nuisanc
 
 
 def create_app(
-    settings: Settings | None = None, *, provider: Provider | None = None, migrate: bool = True
+    settings: Settings | None = None,
+    *,
+    provider: Provider | None = None,
+    migrate: bool = True,
+    freeze_gc: bool = False,
 ) -> FastAPI:
-    """Build the app. ``provider`` replaces the configured one (tests: the fake models)."""
+    """Build the app. ``provider`` replaces the configured one (tests: the fake models).
+
+    ``freeze_gc`` (for a server process, not for tests that build many apps): once started,
+    move every object loaded so far to the collector's permanent generation. A full
+    collection over them takes tens of milliseconds, and whichever request triggers it pays:
+    a detection charged that pause could run out of its budget and show a needless card.
+    """
     chosen = settings or load_settings()
 
     @contextlib.asynccontextmanager
@@ -48,6 +60,10 @@ def create_app(
         app.state.services = services
         app.state.known_tokens = {}
         await services.start()
+        default_ruleset()  # load the detector's rules now, not on the first message
+        if freeze_gc:
+            gc.collect()
+            gc.freeze()
         try:
             yield
         finally:
@@ -71,4 +87,4 @@ def app_from_environment() -> FastAPI:
     """For ``uvicorn server.main:app_from_environment --factory``."""
     settings = load_settings()
     configure_logging(settings.log_level)
-    return create_app(settings)
+    return create_app(settings, freeze_gc=True)

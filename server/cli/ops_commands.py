@@ -130,7 +130,7 @@ def serve(
         f"{settings.provider.model} at {settings.provider.base_url}); docs at /docs"
     )
     uvicorn.run(
-        create_app(settings, migrate=False),
+        create_app(settings, migrate=False, freeze_gc=True),
         host=settings.host,
         port=settings.port,
         log_config=None,
