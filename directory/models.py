@@ -67,20 +67,7 @@ class LocalContactRow(DirectoryBase):
 
     def contact(self) -> Contact:
         """The row as a validated ``Contact`` (raises ``ValidationError`` if it is not one)."""
-        return Contact.model_validate(
-            {
-                "id": self.id,
-                "name": self.name,
-                "number": self.number,
-                "kind": self.kind,
-                "region": self.region,
-                "description": self.description,
-                "hours": self.hours,
-                "categories": self.categories,
-                "topics": self.topics,
-                "aliases": self.aliases,
-            }
-        )
+        return Contact.model_validate({name: getattr(self, name) for name in Contact.model_fields})
 
     def assign(self, contact: Contact, now: datetime) -> None:
         """Copy every field of ``contact`` into the row and stamp it."""

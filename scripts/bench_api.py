@@ -159,26 +159,37 @@ async def _load(
 
         async def worker() -> None:
             for _ in counter:
-                body = {
-                    "conversation_id": f"c-{uuid.uuid4().hex[:8]}",
-                    "client_message_id": uuid.uuid4().hex,
-                    "message": message,
-                }
-                start = time.perf_counter()
-                try:
-                    response = await http.post(
-                        "/v1/chat", json=body, headers={"Authorization": f"Bearer {token}"}
-                    )
-                except httpx.HTTPError as exc:
-                    statuses.add(f"error:{type(exc).__name__}")
-                    continue
-                latencies.append(time.perf_counter() - start)
-                statuses.add(f"{response.status_code}:{response.json().get('status')}")
+                await _send(http, token, message, latencies, statuses)
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - started
     return latencies, wall, statuses
+
+
+async def _send(
+    http: httpx.AsyncClient,
+    token: str,
+    message: str,
+    latencies: list[float],
+    statuses: set[str],
+) -> None:
+    """One chat request in a fresh conversation; its latency and its outcome are recorded."""
+    body = {
+        "conversation_id": f"c-{uuid.uuid4().hex[:8]}",
+        "client_message_id": uuid.uuid4().hex,
+        "message": message,
+    }
+    start = time.perf_counter()
+    try:
+        response = await http.post(
+            "/v1/chat", json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+    except httpx.HTTPError as exc:
+        statuses.add(f"error:{type(exc).__name__}")
+        return
+    latencies.append(time.perf_counter() - start)
+    statuses.add(f"{response.status_code}:{response.json().get('status')}")
 
 
 def _print(label: str, latencies: list[float], wall: float, statuses: set[str]) -> None:
@@ -204,21 +215,7 @@ async def _paced(
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
 
         async def one() -> None:
-            body = {
-                "conversation_id": f"c-{uuid.uuid4().hex[:8]}",
-                "client_message_id": uuid.uuid4().hex,
-                "message": message,
-            }
-            start = time.perf_counter()
-            try:
-                response = await http.post(
-                    "/v1/chat", json=body, headers={"Authorization": f"Bearer {token}"}
-                )
-            except httpx.HTTPError as exc:
-                statuses.add(f"error:{type(exc).__name__}")
-                return
-            latencies.append(time.perf_counter() - start)
-            statuses.add(f"{response.status_code}:{response.json().get('status')}")
+            await _send(http, token, message, latencies, statuses)
 
         async def client(seed: int) -> None:
             rng = random.Random(seed)  # noqa: S311 - load pacing, not secrets

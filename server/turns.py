@@ -25,7 +25,7 @@ from llm.fallback import fallback_text
 from llm.texts import prompt_hash
 from llm.turn import Delta, Timings, TurnRequest, TurnResult, chat_turn
 from llm.types import Message
-from safety import detect
+from safety import Detection, detect
 from safety.contacts import render_contacts
 from server.db import repository
 from server.logs import request_id
@@ -101,33 +101,10 @@ async def run_chat(
             return
         detection = detect(request.message)
         if safety is None:
-            safety = SafetyPayload(
-                category=detection.category,
-                categories=list(detection.categories),
-                topics=list(detection.topics),
-                rules=list(detection.rules),
-                card=[
-                    CardContact.of(c)
-                    for c in services.directory.snapshot.card_for(
-                        detection.categories, detection.topics, request.region
-                    )
-                ],
-            )
+            safety = _safety_payload(services, detection, request.region)
             yield ("safety", safety)
-        raw = fallback_text("unavailable", category=detection.category, topics=detection.topics)
-        rendered = render_contacts(
-            raw, services.directory.snapshot, services.settings.contact_style
-        )
-        result = TurnResult(
-            text=rendered.text,
-            source="fallback",
-            status="unavailable",
-            contacts=rendered.contacts,
-            model=None,
-            prompt_hash=prompt_hash(),
-            timings=_no_timings(started),
-        )
-        yield ("delta", rendered.text)
+        result = _unavailable(services, detection, started)
+        yield ("delta", result.text)
         yield ("done", _response(services, request, None, safety, result, 0.0))
 
 
@@ -138,15 +115,7 @@ async def _answer(
     detection = detect(request.message)
     detection_ms = round((time.perf_counter() - started) * 1000, 3)
     services.metrics.detection.observe(detection_ms / 1000)
-    snapshot = services.directory.snapshot
-    card = snapshot.card_for(detection.categories, detection.topics, request.region)
-    safety = SafetyPayload(
-        category=detection.category,
-        categories=list(detection.categories),
-        topics=list(detection.topics),
-        rules=list(detection.rules),
-        card=[CardContact.of(c) for c in card],
-    )
+    safety = _safety_payload(services, detection, request.region)
     yield ("safety", safety)
 
     key = (device_id, request.client_message_id)
@@ -179,12 +148,11 @@ async def _answer(
         if claim.claimed:
             turn_id = claim.turn_id
             break
-        if claim.state == "done" and claim.response is not None:
-            replay = ChatResponse.model_validate({**claim.response, "replayed": True})
-            yield ("delta", replay.text)
-            yield ("done", replay)
-            return
-        stored = await _wait_for_first(services, key, claim.turn_id)
+        stored = (
+            claim.response
+            if claim.state == "done" and claim.response is not None
+            else await _wait_for_first(services, key, claim.turn_id)
+        )
         if stored is not None:
             replay = ChatResponse.model_validate({**stored, "replayed": True})
             yield ("delta", replay.text)
@@ -220,18 +188,8 @@ async def _answer(
                     else:
                         result = event
         else:
-            raw = fallback_text("unavailable", category=detection.category, topics=detection.topics)
-            rendered = render_contacts(raw, snapshot, settings.contact_style)
-            yield ("delta", rendered.text)
-            result = TurnResult(
-                text=rendered.text,
-                source="fallback",
-                status="unavailable",
-                contacts=rendered.contacts,
-                model=None,
-                prompt_hash=prompt_hash(),
-                timings=_no_timings(started),
-            )
+            result = _unavailable(services, detection, started)
+            yield ("delta", result.text)
         if result is None:  # chat_turn always ends with a TurnResult
             raise RuntimeError("the model turn ended without a result")
         response = _response(services, request, turn_id, safety, result, detection_ms)
@@ -266,8 +224,30 @@ async def _answer(
         services.in_flight.pop(key, None)
 
 
-def _no_timings(started: float) -> Timings:
-    return Timings(total_ms=round((time.perf_counter() - started) * 1000, 2))
+def _safety_payload(services: Services, detection: Detection, region: str | None) -> SafetyPayload:
+    card = services.directory.snapshot.card_for(detection.categories, detection.topics, region)
+    return SafetyPayload(
+        category=detection.category,
+        categories=list(detection.categories),
+        topics=list(detection.topics),
+        rules=list(detection.rules),
+        card=[CardContact.of(c) for c in card],
+    )
+
+
+def _unavailable(services: Services, detection: Detection, started: float) -> TurnResult:
+    """The deterministic fallback, when the turn cannot reach the model layer at all."""
+    raw = fallback_text("unavailable", category=detection.category, topics=detection.topics)
+    rendered = render_contacts(raw, services.directory.snapshot, services.settings.contact_style)
+    return TurnResult(
+        text=rendered.text,
+        source="fallback",
+        status="unavailable",
+        contacts=rendered.contacts,
+        model=None,
+        prompt_hash=prompt_hash(),
+        timings=Timings(total_ms=round((time.perf_counter() - started) * 1000, 2)),
+    )
 
 
 def _response(

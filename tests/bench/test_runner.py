@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from bench.records import RunDir
@@ -17,6 +13,7 @@ from server.cli import app
 from server.main import create_app
 from server.settings import Settings
 from tests.fakes import DEFAULT_MODEL, Behaviour, FakeOllama
+from tests.live_server import serving
 from tests.server.conftest import make_settings, new_token
 
 RUNNER = CliRunner()
@@ -113,22 +110,8 @@ def test_a_fallback_is_recorded_as_the_person_sees_it(
 @pytest.fixture
 def live_url(tmp_path: Path, assistant: FakeOllama) -> Iterator[tuple[str, Settings]]:
     settings = make_settings(f"sqlite:///{tmp_path / 'live.db'}", assistant.url)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_config=None)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}", settings
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(settings)) as url:
+        yield url, settings
 
 
 def test_run_against_a_running_server(tmp_path: Path, live_url: tuple[str, Settings]) -> None:

@@ -2,43 +2,25 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 from server.db import repository
 from server.db.session import make_engine, make_session_factory
 from server.main import create_app
 from server.settings import Settings
 from tests.fakes import Behaviour, FakeOllama
+from tests.live_server import serving
 from tests.server.conftest import auth, chat_body
 
 
 @pytest.fixture
 def live_url(settings: Settings) -> Iterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_config=None)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(settings)) as url:
+        yield url
 
 
 def test_hanging_up_cancels_the_generation_upstream(
