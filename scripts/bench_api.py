@@ -126,7 +126,8 @@ def _child(scenario: str, database_url: str, ready_file: Path) -> None:
             )
         )
         if scenario == "busy":
-            fake.enqueue(Behaviour.endless(chunk="occupé ", delay=0.05))
+            # One chunk a second: the num_predict cap (400) would end it only after the bench.
+            fake.enqueue(Behaviour.endless(chunk="occupé ", delay=1.0))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         while not server.started:
