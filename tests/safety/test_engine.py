@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,37 @@ def test_budget_exhausted_fails_toward_the_card(rules: RuleSet) -> None:
     detection = detect("rien de spécial " * 50, ruleset=rules, budget_s=0.0)
     assert detection.category == "danger"
     assert detection.rules == ("safety.timeout",)
+
+
+def test_no_garbage_collection_runs_inside_the_budgeted_work() -> None:
+    """A full collection over a large heap takes tens of milliseconds, charged to whichever
+    call triggers it: inside the normaliser or the engine, it would eat the detection's
+    budget and show a needless card. With a collection falling due at every allocation,
+    none may start from their code; some start from the rest (else this proves nothing)."""
+    callers: list[str] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            callers.append(sys._getframe(1).f_globals.get("__name__", ""))
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(record)
+    gc.set_threshold(1)
+    try:
+        detection = detect("le voisin fait du bruit tous les soirs depuis des mois")
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(record)
+    assert detection.rules == ()
+    assert callers, "no collection ran at all"
+    assert [c for c in callers if c in ("safety.normalize", "safety.engine")] == []
+    assert gc.isenabled()
+
+
+def test_detection_leaves_a_disabled_collector_disabled() -> None:
+    gc.disable()
+    try:
+        detect("ça pue le gaz dans l'escalier")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
