@@ -244,18 +244,31 @@ def bench(
         f" p90 {_percentile(timings, 0.90) * us:.1f} us,"
         f" p99 {_percentile(timings, 0.99) * us:.1f} us, max {timings[-1] * us:.1f} us"
     )
-    worst_name, worst = "", 0.0
-    table = Table("adversarial input (10 KB)", "best of 3 (ms)", "verdict")
+    # 10 KB bounds the detector itself; 2,000 characters is the API's message cap, so the
+    # worst a client can send.
+    worst: dict[int, tuple[float, str]] = {10_240: (0.0, ""), 2_000: (0.0, "")}
+    table = Table(title="adversarial inputs, best of 3")
+    table.add_column("input", no_wrap=True)
+    table.add_column("10 KB ms", justify="right", no_wrap=True)
+    table.add_column("2,000 ch. ms", justify="right", no_wrap=True)
+    table.add_column("verdict on 10 KB", overflow="ellipsis", no_wrap=True, max_width=22)
     for name, text in adversarial_inputs(ruleset):
-        best = float("inf")
+        cells = []
         verdict = ""
-        for _ in range(3):
-            begin = time.perf_counter()
-            detection = detect(text)
-            best = min(best, time.perf_counter() - begin)
-            verdict = ",".join(detection.rules[:2]) or detection.category
-        table.add_row(name, f"{best * 1e3:.2f}", verdict)
-        if best > worst:
-            worst_name, worst = name, best
+        for size in worst:
+            best = float("inf")
+            for _ in range(3):
+                begin = time.perf_counter()
+                detection = detect(text[:size])
+                best = min(best, time.perf_counter() - begin)
+                if size == 10_240:
+                    verdict = ",".join(detection.rules[:2]) or detection.category
+            cells.append(f"{best * 1e3:.2f}")
+            worst[size] = max(worst[size], (best, name))
+        table.add_row(name, *cells, verdict)
     console.print(table)
-    console.print(f"worst case over 10 KB adversarial inputs: {worst * 1e3:.2f} ms ({worst_name})")
+    for size, label in ((10_240, "10 KB"), (2_000, "2,000-char")):
+        seconds, name = worst[size]
+        console.print(
+            f"worst case over {label} adversarial inputs: {seconds * 1e3:.2f} ms ({name})"
+        )
