@@ -4,8 +4,15 @@ Two servers: the fake Ollama (fixed text, no delay: what is measured is our own 
 ``--real``, llama.cpp serving SmolLM2-135M through the OpenAI-compatible path. For each, the
 median time of a whole turn through ``chat_turn`` (budgets, admission, prompt, streaming, masking,
 contact rendering, validation, audit) minus that of a bare httpx stream of the same request,
-and the first-token passthrough: from the moment the provider hands a chunk over to the moment
-chat_turn yields the delta that carries it. Prints figures; asserts nothing.
+and two first-token figures:
+
+- forwarding: from the arrival of the chunk that lets the first text go (the provider hands it
+  over) to the moment chat_turn yields that text as a delta: our own work on the path;
+- first text: from the arrival of the first chunk with text to that first delta. It includes the
+  holdback: a first word that could begin a number spelled out ("Un", "De"...) waits for the
+  next chunk, which shows whether a number follows (one token interval of the model).
+
+Prints figures; asserts nothing.
 
     .venv/bin/python scripts/bench_llm.py [--turns 200] [--real]
 """
@@ -40,19 +47,22 @@ QUESTION = "Mon voisin fait du bruit tous les soirs, que faire ?"
 
 
 class Stopwatch:
-    """Wraps a provider and notes when its first chunk is handed over."""
+    """Wraps a provider and notes when its first chunk, and its latest, are handed over."""
 
     def __init__(self, inner: Provider) -> None:
         self.inner = inner
         self.config = inner.config
         self.first_chunk_at: float | None = None
+        self.last_chunk_at: float | None = None
 
     async def stream(
         self, messages: Sequence[Message], options: ChatOptions
     ) -> AsyncIterator[Chunk]:
         async for chunk in self.inner.stream(messages, options):
-            if self.first_chunk_at is None and chunk.text:
-                self.first_chunk_at = time.perf_counter()
+            if chunk.text:
+                self.last_chunk_at = time.perf_counter()
+                if self.first_chunk_at is None:
+                    self.first_chunk_at = self.last_chunk_at
             yield chunk
 
     async def health(self) -> Health:
@@ -99,7 +109,8 @@ async def direct_openai(client: httpx.AsyncClient, model: str, num_predict: int)
 
 async def through_layer(
     provider: Provider, budgets: Budgets, num_predict: int
-) -> tuple[float, float | None]:
+) -> tuple[float, tuple[float, float] | None]:
+    """The turn's duration, and (forwarding, first text) of its first delta."""
     watch = Stopwatch(provider)
     assistant = Assistant(
         provider=watch,
@@ -109,28 +120,32 @@ async def through_layer(
         options=ChatOptions(num_predict=num_predict, temperature=0.0, seed=1),
     )
     start = time.perf_counter()
-    first_delta: float | None = None
+    first: tuple[float, float] | None = None
     async for event in chat_turn(assistant, TurnRequest(QUESTION)):
-        if isinstance(event, Delta) and first_delta is None:
-            first_delta = time.perf_counter()
+        if isinstance(event, Delta) and first is None:
+            now = time.perf_counter()
+            if watch.first_chunk_at is not None and watch.last_chunk_at is not None:
+                first = (now - watch.last_chunk_at, now - watch.first_chunk_at)
     total = time.perf_counter() - start
-    passthrough = None
-    if first_delta is not None and watch.first_chunk_at is not None:
-        passthrough = first_delta - watch.first_chunk_at
-    return total, passthrough
+    return total, first
 
 
-def _report(label: str, direct: list[float], layer: list[float], passthrough: list[float]) -> None:
+def _report(
+    label: str, direct: list[float], layer: list[float], firsts: list[tuple[float, float]]
+) -> None:
     d, lyr = statistics.median(direct) * 1000, statistics.median(layer) * 1000
     print(f"{label}:")
     print(f"  direct stream median {d:.2f} ms; through chat_turn median {lyr:.2f} ms")
     print(f"  added per turn (median difference): {lyr - d:.2f} ms")
-    if passthrough:
-        passthrough.sort()
-        print(
-            f"  first-token passthrough: median {statistics.median(passthrough) * 1000:.3f} ms, "
-            f"p99 {passthrough[int(0.99 * (len(passthrough) - 1))] * 1000:.3f} ms"
-        )
+    for name, values in (
+        ("first-token forwarding", sorted(f for f, _ in firsts)),
+        ("first text (with holdback)", sorted(t for _, t in firsts)),
+    ):
+        if values:
+            print(
+                f"  {name}: median {statistics.median(values) * 1000:.3f} ms, "
+                f"p99 {values[int(0.99 * (len(values) - 1))] * 1000:.3f} ms"
+            )
 
 
 async def bench_fake(turns: int) -> None:
@@ -143,16 +158,16 @@ async def bench_fake(turns: int) -> None:
             for _ in range(20):
                 await direct_ollama(client, DEFAULT_MODEL)
                 await through_layer(provider, budgets, 400)
-            direct, layer, passthrough = [], [], []
+            direct, layer, firsts = [], [], []
             for _ in range(turns):  # interleaved, so that drift affects both alike
                 direct.append(await direct_ollama(client, DEFAULT_MODEL))
                 total, through = await through_layer(provider, budgets, 400)
                 layer.append(total)
                 if through is not None:
-                    passthrough.append(through)
+                    firsts.append(through)
         await provider.aclose()
     chunks = len(TEXT) // 4 + 1
-    _report(f"fake Ollama ({chunks} chunks, no delay), {turns} turns", direct, layer, passthrough)
+    _report(f"fake Ollama ({chunks} chunks, no delay), {turns} turns", direct, layer, firsts)
 
 
 async def bench_real(turns: int) -> None:
@@ -165,15 +180,15 @@ async def bench_real(turns: int) -> None:
         async with httpx.AsyncClient(base_url=url, timeout=240) as client:
             await direct_openai(client, "smollm2", 32)
             await through_layer(provider, budgets, 32)
-            direct, layer, passthrough = [], [], []
+            direct, layer, firsts = [], [], []
             for _ in range(turns):
                 direct.append(await direct_openai(client, "smollm2", 32))
                 total, through = await through_layer(provider, budgets, 32)
                 layer.append(total)
                 if through is not None:
-                    passthrough.append(through)
+                    firsts.append(through)
         await provider.aclose()
-    _report(f"llama.cpp + SmolLM2-135M (32 tokens), {turns} turns", direct, layer, passthrough)
+    _report(f"llama.cpp + SmolLM2-135M (32 tokens), {turns} turns", direct, layer, firsts)
 
 
 def main() -> None:
