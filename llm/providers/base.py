@@ -76,33 +76,17 @@ def transport_error(exc: httpx.TransportError, config: ProviderConfig, stage: St
 
 def status_error(status: int, body: str, config: ProviderConfig, stage: Stage) -> ModelError:
     """An HTTP error status (with its body, already read) as one of ours."""
-    detail = body.strip()[:300]
+    kind: type[ModelError]
     if status == 404 and "not found" in body.lower():
-        return ModelNotFound(
-            detail or "model not found",
-            http_status=status,
-            provider=config.name,
-            model=config.model,
-            stage=stage,
-        )
-    if status in (429, 503):
-        return Busy(
-            detail or "server busy",
-            http_status=status,
-            provider=config.name,
-            model=config.model,
-            stage=stage,
-        )
-    if status >= 500:
-        return ServerError(
-            detail or "server error",
-            http_status=status,
-            provider=config.name,
-            model=config.model,
-            stage=stage,
-        )
-    return Unavailable(
-        detail or f"HTTP {status}",
+        kind, default = ModelNotFound, "model not found"
+    elif status in (429, 503):
+        kind, default = Busy, "server busy"
+    elif status >= 500:
+        kind, default = ServerError, "server error"
+    else:
+        kind, default = Unavailable, f"HTTP {status}"
+    return kind(
+        body.strip()[:300] or default,
         http_status=status,
         provider=config.name,
         model=config.model,
