@@ -21,9 +21,9 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from .lifecycle import ClosedOnExit
 from .ollama_behaviour import Behaviour
 from .ollama_handler import FakeHTTPServer
 from .ollama_state import OllamaState
@@ -45,7 +45,7 @@ def unused_port_url(host: str = "127.0.0.1") -> str:
     return f"http://{host}:{sock.getsockname()[1]}"
 
 
-class FakeOllama:
+class FakeOllama(ClosedOnExit):
     """A fake ``ollama serve`` on ``127.0.0.1``, started on construction."""
 
     #: The URL of a port where nothing listens (see :func:`unused_port_url`).
@@ -105,28 +105,6 @@ class FakeOllama:
         self._server.abort_connections()
         self._server.join_connections(timeout=2.0)
         self._thread.join(timeout=2.0)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- script -------------------------------------------------------------------------------
 

@@ -34,8 +34,9 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
+
+from tests.fakes.lifecycle import ClosedOnExit
 
 End = Literal["done", "drop", "truncated", "error_event", "malformed", "endless"]
 DEFAULT_TEXT = "Bonjour, je note votre message. Pouvez-vous préciser les dates ?"
@@ -294,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
 
 
-class FakeOpenAI:
+class FakeOpenAI(ClosedOnExit):
     """A fake OpenAI-compatible server on ``127.0.0.1``, started on construction."""
 
     def __init__(
@@ -335,17 +336,6 @@ class FakeOpenAI:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=2.0)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def enqueue(self, *replies: Reply) -> None:
         """Script the next chat completions, one reply each, in order."""
