@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 from safety.masking import StreamMasker, mask_numbers  # noqa: E402
 
-CORPUS = ROOT / "tests" / "corpus" / "masking.jsonl"
+CORPUS = ROOT / "tests" / "corpus" / "masking" / "pub.jsonl"
 
 PROSE = (
     "Le bruit que vous décrivez, répété chaque nuit depuis plusieurs semaines, peut constituer "

@@ -11,19 +11,32 @@ import pytest
 CORPUS_DIR = Path(__file__).parent / "corpus"
 
 
+SAFETY_DIR = CORPUS_DIR / "safety"
+
+
 def load_jsonl(name: str) -> list[dict[str, Any]]:
+    """The rows of ``tests/corpus/<name>``."""
     with (CORPUS_DIR / name).open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def safety_corpus() -> list[dict[str, Any]]:
+    """Every line of every writer's file, each with its ``writer`` (the file's stem)."""
+    return [
+        {**row, "writer": path.stem}
+        for path in sorted(SAFETY_DIR.glob("*.jsonl"))
+        for row in load_jsonl(f"safety/{path.name}")
+    ]
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Edge lines of the safety corpus are reported, never asserted."""
+    """Edge lines of the safety corpora are reported, never asserted."""
     from safety.evaluation import score
 
-    report = score(load_jsonl("safety.jsonl"))
+    report = score(safety_corpus())
     edge = report.rows("edge")
     disagree = [o for o in edge if o.got != o.expected]
-    terminalreporter.section("safety corpus: edge lines (reported, not asserted)")
+    terminalreporter.section("safety corpora: edge lines (reported, not asserted)")
     terminalreporter.write_line(
         f"{len(edge) - len(disagree)}/{len(edge)} edge lines agree with their label"
     )
@@ -31,11 +44,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"  {outcome.id}: label {outcome.expected}, detector {outcome.got} {outcome.rules}"
         )
-
-
-@pytest.fixture(scope="session")
-def safety_rows() -> list[dict[str, Any]]:
-    return load_jsonl("safety.jsonl")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from safety.masking import MASK, MAX_HOLDBACK, NATIONAL_NUMBERS, StreamMasker, mask_numbers
 from safety.spelled_numbers import MAX_WORD_LENGTH, WORD_PATTERN, word_value
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "masking.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "masking" / "pub.jsonl"
 CORPUS_TEXTS = [
     json.loads(line)["text"]
     for line in CORPUS.read_text(encoding="utf-8").splitlines()

@@ -1,12 +1,15 @@
-"""Replay of ``tests/corpus/masking.jsonl``: one case per line, asserted on every line.
+"""Replay of ``tests/corpus/masking/*.jsonl``: one case per line, asserted on every line.
 
-After masking, no ``must_mask`` substring may remain and every ``must_keep`` substring must
-still be there. Lines are never edited to suit the masker; a disagreement is argued in a note.
+After masking, no ``must_mask`` substring may remain, nor four of its digits in a row, and every
+``must_keep`` substring must still be there. Lines are never edited to suit the masker; a line
+the masker does not handle yet is listed in ``KNOWN_LEAKS`` with its reason, and expected to
+fail (strictly: the day it passes, it leaves the table).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +17,74 @@ import pytest
 
 from safety.masking import StreamMasker, mask_numbers
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "masking.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "masking"
 LINES: list[dict[str, Any]] = [
-    json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()
+    json.loads(line)
+    for path in sorted(CORPUS.glob("*.jsonl"))
+    for line in path.read_text(encoding="utf-8").splitlines()
+    if line.strip()
 ]
+# Shapes of numbers the masker does not read yet: markup inside a number, North American and
+# foreign formats, foreign short numbers, Belgian spelled numbers, groups replaced by letters.
+KNOWN_LEAKS = {
+    "mmod-011": "markdown bold splits the number",
+    "mmod-020": "North American format, area code in parentheses",
+    "mmod-024": "a group replaced by letters, the other digits remain",
+    "mmod-037": "US emergency and US number, not national short numbers",
+    "mmod-040": "a group replaced by x, the other digits remain",
+    "mmod-053": "the number split in two bold spans",
+    "mmod-061": "Québec toll-free and local formats",
+    "mmod-082": "a group replaced by XX, the other digits remain",
+    "mmod-102": "Québec dashed format",
+    "mmod-123": "Swiss short emergency numbers, not national ones",
+    "mmod-124": "Belgian local number and Belgian 101",
+    "mmod-127": "08 00 spelled 'huit cent'",
+    "mmod-131": "Canadian number",
+    "mmod-139": "3117 and 31177, not national short numbers",
+    "mmod-143": "Belgian mobile in Belgian French number words",
+    "mmod-151": "each pair of digits in its own bold span",
+}
 
 
-@pytest.mark.parametrize("line", LINES, ids=[line["id"] for line in LINES])
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text)
+
+
+def _problems(line: dict[str, Any], masked: str) -> list[str]:
+    found = []
+    # Digits that must stay (a date next to the number) do not count as a leak of its digits.
+    rest = masked
+    for part in line["must_keep"]:
+        rest = rest.replace(part, " ")
+    visible = _digits(rest)
+    for part in line["must_mask"]:
+        digits = _digits(part)
+        if part in masked:
+            found.append(f"still visible {part!r}")
+        elif any(digits[i : i + 4] in visible for i in range(len(digits) - 3)):
+            found.append(f"four digits of {part!r} remain")
+    found += [f"lost {part!r}" for part in line["must_keep"] if part not in masked]
+    return found
+
+
+def _params() -> list[Any]:
+    return [
+        pytest.param(
+            line,
+            id=line["id"],
+            marks=pytest.mark.xfail(reason=KNOWN_LEAKS[line["id"]], strict=True)
+            if line["id"] in KNOWN_LEAKS
+            else (),
+        )
+        for line in LINES
+    ]
+
+
+@pytest.mark.parametrize("line", _params())
 def test_corpus_line(line: dict[str, Any]) -> None:
     masked = mask_numbers(line["text"]).text
-    leaked = [part for part in line["must_mask"] if part in masked]
-    lost = [part for part in line["must_keep"] if part not in masked]
-    assert not leaked, f"{line['note']}: still visible {leaked} in {masked!r}"
-    assert not lost, f"{line['note']}: lost {lost} in {masked!r}"
+    problems = _problems(line, masked)
+    assert not problems, f"{line['note']}: {problems} in {masked!r}"
 
 
 @pytest.mark.parametrize("line", LINES, ids=[line["id"] for line in LINES])
@@ -35,3 +93,7 @@ def test_corpus_line_streamed_one_character_at_a_time(line: dict[str, Any]) -> N
     masker = StreamMasker()
     streamed = "".join(masker.feed(char) for char in text) + masker.close()
     assert streamed == mask_numbers(text).text
+
+
+def test_known_leaks_name_real_lines() -> None:
+    assert set(KNOWN_LEAKS) <= {line["id"] for line in LINES}

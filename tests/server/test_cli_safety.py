@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from server.cli import app
 
 RUNNER = CliRunner()
-CORPUS = Path(__file__).parents[1] / "corpus" / "safety.jsonl"
+CORPUS = Path(__file__).parents[1] / "corpus" / "safety" / "pub.jsonl"
 
 
 def test_check_prints_category_rules_and_spans() -> None:
