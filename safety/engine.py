@@ -46,21 +46,25 @@ from safety.ruleset import (
 __all__ = [
     "LONG_INPUT",
     "NEGATION_SCOPE",
+    "Analysis",
     "DeadlineExceededError",
     "Firing",
     "Hit",
+    "analyse",
     "evaluate",
     "find_hits",
 ]
 
 NEGATION_SCOPE = 5
+# The unless class that a contrast word reopens: an event said to be over.
+REOPENED = "resolved"
 # Above this many characters, every match also runs under the regex module's timeout.
 LONG_INPUT = 2_000
 _BEHIND = MAX_LOOKBEHIND
 _AHEAD = 240
 
 
-def _order(entry: tuple[int, str, regex.Pattern[str]]) -> int:
+def _order(entry: Entry) -> int:
     return entry[0]
 
 
@@ -99,17 +103,31 @@ class _Sorted:
         end = bisect_right(self.words, hi)
         return [h for h in self.hits[index:end] if h.last_word <= hi]
 
-    def overlaps(self, lo: int, hi: int) -> bool:
-        """Whether a hit shares at least one word with [lo, hi]."""
+    def overlapping(self, lo: int, hi: int) -> list[Hit]:
+        """Hits that share at least one word with [lo, hi]."""
         index = bisect_left(self.words, lo - self.longest)
         end = bisect_right(self.words, hi)
-        return any(h.last_word >= lo for h in self.hits[index:end])
+        return [h for h in self.hits[index:end] if h.last_word >= lo]
 
 
 @dataclass(frozen=True, slots=True)
 class Firing:
     rule: CompiledRule
     hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """Everything the engine found in one normalised text.
+
+    ``hits`` are all the cues found, the engine's own classes included; ``live`` those that
+    count (not inside an idiom, not negated); ``firings`` the rules that fired. The learned
+    layer reads the cue classes too, so that negation and idioms reach it.
+    """
+
+    hits: tuple[Hit, ...]
+    live: tuple[Hit, ...]
+    firings: tuple[Firing, ...]
 
 
 def _remaining(deadline: float) -> float:
@@ -217,12 +235,13 @@ def _cues_at(
     the patterns that may start there and the fuzzy words of its first letter."""
     found: list[tuple[str, int]] = []
     seen: set[str] = set()
-    for _, term, pattern in candidates:
+    for _, term, pattern, fast in candidates:
         if term in seen:
             continue
-        # Passing timeout=None still costs: only pass it on long inputs.
+        # Short inputs: the standard library's matcher, bounded by construction (the ReDoS
+        # guard test); long ones: the regex module's, under its timeout.
         match = (
-            pattern.match(text, start)
+            fast.match(text, start)
             if timeout is None
             else pattern.match(text, start, timeout=timeout)
         )
@@ -273,7 +292,8 @@ def _negation_scopes(text: str, hits: list[Hit], starts: list[int]) -> _Cover:
         brk = _CLAUSE_BREAK.search(text, trigger.end, end)
         if brk is not None:
             end = brk.start()
-        index = bisect_left(terminators, trigger.end)
+        # A terminator right after its trigger is part of it ("pas encore", "jamais plus").
+        index = bisect_left(terminators, trigger.end + 2)
         if index < len(terminators):
             end = min(end, terminators[index])
         scopes.append((trigger.start, end))
@@ -297,7 +317,7 @@ def _live(ruleset: RuleSet, text: str, hits: list[Hit], starts: list[int]) -> li
 
 
 def _fire(
-    rule: CompiledRule, by_term: dict[str, _Sorted], deadline: float
+    rule: CompiledRule, by_term: dict[str, _Sorted], contrasts: list[int], deadline: float
 ) -> tuple[Hit, ...] | None:
     groups = [by_term.get(name) for name in rule.cues]
     if any(group is None for group in groups):
@@ -318,39 +338,60 @@ def _fire(
                 continue
             first = min(h.word for h in cluster)
             last = max(h.last_word for h in cluster)
-            if not _blocked(rule, first, last, by_term):
+            if not _blocked(rule, first, last, by_term, contrasts):
                 return cluster
     return None
 
 
-def _blocked(rule: CompiledRule, first: int, last: int, by_term: dict[str, _Sorted]) -> bool:
+def _blocked(
+    rule: CompiledRule, first: int, last: int, by_term: dict[str, _Sorted], contrasts: list[int]
+) -> bool:
     for name, window in rule.unless:
         group = by_term.get(name)
         if group is None:
             continue
         if window is None:
             return True
-        if group.overlaps(first - window, last + window):
+        for hit in group.overlapping(first - window, last + window):
+            # An event said to be over before the cues, with a contrast word between (or right
+            # after them: "ça pue encore"): it is reopened, not over.
+            if (
+                name == REOPENED
+                and hit.last_word < first
+                and _contrast_between(contrasts, hit.last_word, last + 2)
+            ):
+                continue
             return True
     return False
 
 
+def _contrast_between(contrasts: list[int], after: int, until: int) -> bool:
+    index = bisect_right(contrasts, after)
+    return index < len(contrasts) and contrasts[index] <= until
+
+
 def evaluate(ruleset: RuleSet, text: str, deadline: float) -> list[Firing]:
     """The rules of ``ruleset`` that fire on the normalised ``text``, in rule-set order."""
+    return list(analyse(ruleset, text, deadline).firings)
+
+
+def analyse(ruleset: RuleSet, text: str, deadline: float) -> Analysis:
+    """The cues of the normalised ``text``, those that count, and the rules that fire."""
     hits, starts = find_hits(ruleset, text, deadline)
     if not hits:
-        return []
+        return Analysis((), (), ())
     live = _live(ruleset, text, hits, starts)
     grouped: defaultdict[str, list[Hit]] = defaultdict(list)
     for hit in live:
         grouped[hit.term].append(hit)
     by_term = {name: _Sorted(hits) for name, hits in grouped.items()}
+    contrasts = sorted(h.word for h in hits if h.term == "contrast")
     firings = []
     present = by_term.keys()
     for rule in ruleset.rules:
         if not present >= rule.cue_set:
             continue
-        cluster = _fire(rule, by_term, deadline)
+        cluster = _fire(rule, by_term, contrasts, deadline)
         if cluster is not None:
             firings.append(Firing(rule, cluster))
-    return firings
+    return Analysis(tuple(hits), tuple(live), tuple(firings))

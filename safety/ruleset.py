@@ -10,7 +10,10 @@ three that the engine itself reads:
 - ``negation``: triggers whose scope (up to ``NEGATION_SCOPE`` words, stopped by punctuation
   or a ``terminator``) removes the negatable cues it covers;
 - ``terminator``: words that end a negation scope ("mais", "par contre"...);
-- ``idiom``: expressions whose words are never cues ("mourir de rire", "feu d'artifice").
+- ``idiom``: expressions whose words are never cues ("mourir de rire", "feu d'artifice");
+- ``contrast``: words that reopen an event an earlier ``resolved`` cue said was over ("les
+  pompiers sont venus hier *mais* ça sent *encore* le gaz"): a ``resolved`` cue before a rule's
+  cues does not cancel the rule when a contrast word lies between it and the end of the cues.
 
 Patterns are tried only at word starts where their literal prefix is present
 (``safety.keys``). They stay in the common subset of Python's ``regex`` and ECMAScript so
@@ -22,6 +25,7 @@ when Node.js is available.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib import resources
@@ -53,7 +57,9 @@ Topic = Literal[
     "gaz", "feu", "co", "electricite", "blessure", "violence", "enfant", "arme", "structure",
     "menace", "suicide", "automutilation",
 ]  # fmt: skip
-SPECIAL_TERMS = frozenset({"negation", "terminator", "idiom"})
+SPECIAL_TERMS = frozenset({"negation", "terminator", "idiom", "contrast"})
+# The engine's classes a rule set must define (``contrast`` is optional).
+REQUIRED_TERMS = SPECIAL_TERMS - {"contrast"}
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
 RuleId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")]
 
@@ -87,7 +93,8 @@ class TermSpec(BaseModel):
                 raise ValueError(f"{pattern!r}: syntax outside the Python/ECMAScript subset")
             try:
                 regex.compile(pattern)
-            except regex.error as exc:
+                re.compile(pattern)
+            except (regex.error, re.error) as exc:
                 raise ValueError(f"{pattern!r}: {exc}") from exc
         return patterns
 
@@ -111,6 +118,9 @@ class RuleSpec(BaseModel):
     category: Category
     topics: list[Topic] = Field(min_length=1)
     description: str = Field(min_length=10)
+    # A hard rule shows the card on its own; any other needs the learned layer not to be
+    # confident that the message is harmless (see safety.detect).
+    hard: bool = False
     cues: list[Name] = Field(min_length=1, max_length=4)
     window: int = Field(default=8, ge=0, le=60)
     unless: dict[Name, Annotated[int, Field(ge=0, le=200)] | None] = Field(default_factory=dict)
@@ -131,7 +141,9 @@ class RuleSetError(ValueError):
     """A rule file or a rule set that does not validate; the message names the file."""
 
 
-Entry = tuple[int, str, regex.Pattern[str]]  # (order in the rule set, term name, pattern)
+# (order in the rule set, term name, pattern, the same pattern compiled by the standard
+# library's ``re``, several times faster on short texts; ``regex`` gives timeouts on long ones)
+Entry = tuple[int, str, regex.Pattern[str], re.Pattern[str]]
 # (term, canonical word, compiled fuzzy pattern, allowed edits), by first letter
 FuzzyEntries = tuple[tuple[str, str, regex.Pattern[str], int], ...]
 FuzzyIndex = dict[str, FuzzyEntries]
@@ -176,6 +188,7 @@ class CompiledRule:
     window: int
     unless: tuple[tuple[str, int | None], ...]
     cue_set: frozenset[str]
+    hard: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +230,7 @@ def _compile(source: str, families: list[tuple[str, FamilyFile]]) -> RuleSet:
                     (w, regex.compile(f"(?e)(?:{w}){{e<={_max_edits(w)}}}")) for w in spec.fuzzy
                 ),
             )
-    missing = SPECIAL_TERMS - terms.keys()
+    missing = REQUIRED_TERMS - terms.keys()
     if missing:
         raise RuleSetError(f"{source}: the engine needs the terms {sorted(missing)}")
     seen: dict[str, str] = {}
@@ -248,6 +261,7 @@ def _compile(source: str, families: list[tuple[str, FamilyFile]]) -> RuleSet:
                     window=rule.window,
                     unless=tuple(rule.unless.items()),
                     cue_set=frozenset(rule.cues),
+                    hard=rule.hard,
                 )
             )
     index: defaultdict[str, list[Entry]] = defaultdict(list)
@@ -256,8 +270,9 @@ def _compile(source: str, families: list[tuple[str, FamilyFile]]) -> RuleSet:
     for term in terms.values():
         for pattern in term.patterns:
             order += 1
+            fast = re.compile(pattern.pattern)
             for key in sorted(index_keys(pattern.pattern)):
-                index[key].append((order, term.name, pattern))
+                index[key].append((order, term.name, pattern, fast))
         for word, compiled in term.fuzzy:
             fuzzy[word[0]].append((term.name, word, compiled, _max_edits(word)))
     return RuleSet(

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from safety import detect
+from safety.model import LinearModel
 from safety.ruleset import RuleSet, load_ruleset
+
+# The engine's semantics alone: a model that defers to every rule that fires.
+RULES_ONLY = LinearModel.rules_only()
 
 LEXICON = """
 family: lexique
@@ -82,7 +86,7 @@ def rules(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
     ],
 )
 def test_engine_semantics(rules: RuleSet, text: str, expected: str) -> None:
-    assert detect(text, ruleset=rules).category == expected
+    assert detect(text, ruleset=rules, model=RULES_ONLY).category == expected
 
 
 def test_budget_exhausted_fails_toward_the_card(rules: RuleSet) -> None:
@@ -107,12 +111,15 @@ def test_no_garbage_collection_runs_inside_the_budgeted_work() -> None:
     gc.set_threshold(1)
     try:
         detection = detect("le voisin fait du bruit tous les soirs depuis des mois")
+        garbage = [[index] for index in range(100)]  # collections run again once it returns
     finally:
         gc.set_threshold(*thresholds)
         gc.callbacks.remove(record)
     assert detection.rules == ()
+    assert len(garbage) == 100
     assert callers, "no collection ran at all"
-    assert [c for c in callers if c in ("safety.normalize", "safety.engine")] == []
+    budgeted = ("safety.normalize", "safety.engine", "safety.features", "safety.model")
+    assert [c for c in callers if c in budgeted] == []
     assert gc.isenabled()
 
 
@@ -123,3 +130,68 @@ def test_detection_leaves_a_disabled_collector_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+CONTRAST_LEXICON = (
+    LEXICON
+    + """  contrast: {negatable: false, patterns: ['mais\\b', 'encore\\b']}
+  resolved: {patterns: ['sont venus\\b', 'repare\\b']}
+"""
+)
+CONTRAST_FAMILY = FAMILY.replace("unless: {benign: 2}", "unless: {benign: 2, resolved: 6}")
+
+
+@pytest.fixture(scope="module")
+def contrast_rules(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
+    directory: Path = tmp_path_factory.mktemp("contrast")
+    (directory / "_lexicon.yaml").write_text(CONTRAST_LEXICON, encoding="utf-8")
+    (directory / "test.yaml").write_text(CONTRAST_FAMILY, encoding="utf-8")
+    return load_ruleset(directory)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("ils sont venus, le gaz pue", "rien", id="resolved before the cues"),
+        pytest.param("ils sont venus mais le gaz pue", "danger", id="a contrast reopens it"),
+        pytest.param("ils sont venus, le gaz pue encore", "danger", id="'encore' reopens too"),
+        pytest.param("le gaz pue mais ils sont venus", "rien", id="resolved after: closes"),
+        pytest.param("le gaz pue, c'est repare", "rien", id="resolution after the cues"),
+    ],
+)
+def test_a_contrast_word_reopens_a_resolved_event(
+    contrast_rules: RuleSet, text: str, expected: str
+) -> None:
+    assert detect(text, ruleset=contrast_rules, model=RULES_ONLY).category == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        pytest.param("ma voisine s'est pendue dans la cave", "blessure.pendaison", id="hanging"),
+        pytest.param(
+            "il me tue, venez vite", "violence.appel_au_secours", id="il me tue: a person"
+        ),
+        pytest.param(
+            "les pompiers sont venus hier mais ça sent encore le gaz très fort",
+            "gaz.presence",
+            id="resolved then reopened",
+        ),
+    ],
+)
+def test_shipped_rules_see_events_that_idioms_and_resolutions_used_to_hide(
+    text: str, rule: str
+) -> None:
+    assert rule in detect(text, model=RULES_ONLY).rules
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("ce bruit me tue", id="ce bruit me tue"),
+        pytest.param("ma fille est pendue au téléphone", id="pendue au téléphone"),
+        pytest.param("il n'y a pas encore de fumée", id="pas encore: still negated"),
+    ],
+)
+def test_shipped_idioms_and_negations_still_hide_themselves(text: str) -> None:
+    assert detect(text, model=RULES_ONLY).rules == ()
