@@ -1,7 +1,7 @@
 """Scoring a rule set against a labelled corpus, and previewing a candidate rule set.
 
 Pure functions over rows already read: ``nuisances safety eval`` does the reading and printing.
-A row is ``{"id", "text", "expected", "tier"}`` as in ``tests/corpus/safety.jsonl``: ``clear``
+A row is ``{"id", "text", "expected", "tier"}`` as in ``tests/corpus/safety/*.jsonl``: ``clear``
 rows are scored, ``edge`` rows are reported apart (genuinely ambiguous, never asserted).
 """
 
@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from safety.detect import Detection, detect
+from safety.model import LinearModel
 from safety.ruleset import RuleSet
 
 __all__ = ["RISK_CATEGORIES", "Comparison", "Outcome", "Report", "compare", "score"]
@@ -28,6 +29,7 @@ class Outcome:
     tier: str
     got: str
     rules: tuple[str, ...]
+    risk: float = 0.0
 
     @property
     def card_expected(self) -> bool:
@@ -61,6 +63,33 @@ class Report:
     false_alarm_rate: float = 0.0  # clear 'rien' rows that raised a card
     edge_agreement: float = 0.0  # edge rows whose category matches the label
 
+    @classmethod
+    def of(cls, outcomes: tuple[Outcome, ...]) -> Report:
+        """The figures of these outcomes."""
+        clear = [o for o in outcomes if o.tier == "clear"]
+        risk = [o for o in clear if o.card_expected]
+        calm = [o for o in clear if not o.card_expected]
+        edge = [o for o in outcomes if o.tier != "clear"]
+        card_recall, category_recall = {}, {}
+        for category in RISK_CATEGORIES:
+            these = [o for o in clear if o.expected == category]
+            card_recall[category] = _ratio(sum(o.card_shown for o in these), len(these))
+            category_recall[category] = _ratio(sum(o.got == category for o in these), len(these))
+        return cls(
+            outcomes=outcomes,
+            card_recall=card_recall,
+            category_recall=category_recall,
+            category_accuracy=_ratio(sum(o.got == o.expected for o in risk), len(risk)),
+            false_alarm_rate=_ratio(sum(o.false_alarm for o in calm), len(calm)) if calm else 0.0,
+            edge_agreement=_ratio(sum(o.got == o.expected for o in edge), len(edge)),
+        )
+
+    @property
+    def card_recall_all(self) -> float:
+        """Clear risk rows with a card, whatever their category."""
+        risk = [o for o in self.rows("clear") if o.card_expected]
+        return _ratio(sum(o.card_shown for o in risk), len(risk))
+
     def rows(self, tier: str) -> list[Outcome]:
         return [o for o in self.outcomes if o.tier == tier]
 
@@ -89,28 +118,18 @@ def _outcome(row: Mapping[str, str], detection: Detection) -> Outcome:
         tier=row.get("tier", "clear"),
         got=detection.category,
         rules=detection.rules,
+        risk=detection.risk,
     )
 
 
-def score(rows: Iterable[Mapping[str, str]], ruleset: RuleSet | None = None) -> Report:
-    """Run the detector (with ``ruleset``, or the shipped one) over ``rows`` and score it."""
-    outcomes = tuple(_outcome(row, detect(row["text"], ruleset=ruleset)) for row in rows)
-    clear = [o for o in outcomes if o.tier == "clear"]
-    risk = [o for o in clear if o.card_expected]
-    calm = [o for o in clear if not o.card_expected]
-    edge = [o for o in outcomes if o.tier != "clear"]
-    card_recall, category_recall = {}, {}
-    for category in RISK_CATEGORIES:
-        these = [o for o in clear if o.expected == category]
-        card_recall[category] = _ratio(sum(o.card_shown for o in these), len(these))
-        category_recall[category] = _ratio(sum(o.got == category for o in these), len(these))
-    return Report(
-        outcomes=outcomes,
-        card_recall=card_recall,
-        category_recall=category_recall,
-        category_accuracy=_ratio(sum(o.got == o.expected for o in risk), len(risk)),
-        false_alarm_rate=_ratio(sum(o.false_alarm for o in calm), len(calm)) if calm else 0.0,
-        edge_agreement=_ratio(sum(o.got == o.expected for o in edge), len(edge)),
+def score(
+    rows: Iterable[Mapping[str, str]],
+    ruleset: RuleSet | None = None,
+    model: LinearModel | None = None,
+) -> Report:
+    """Run the detector (with ``ruleset`` and ``model``, or the shipped ones) over ``rows``."""
+    return Report.of(
+        tuple(_outcome(row, detect(row["text"], ruleset=ruleset, model=model)) for row in rows)
     )
 
 
@@ -128,9 +147,13 @@ class Comparison:
 
 
 def compare(rows: Iterable[Mapping[str, str]], current: RuleSet, candidate: RuleSet) -> Comparison:
+    """The rules alone, current against candidate (``LinearModel.rules_only``): the shipped
+    weights were trained with the current rules' features, so the whole detector with a
+    candidate rule set is measured by retraining (``nuisances safety eval --cv``)."""
     materialised = list(rows)
-    before = score(materialised, current)
-    after = score(materialised, candidate)
+    alone = LinearModel.rules_only()
+    before = score(materialised, current, alone)
+    after = score(materialised, candidate, alone)
     pairs = list(zip(before.outcomes, after.outcomes, strict=True))
     return Comparison(
         current=before,

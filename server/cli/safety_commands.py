@@ -1,4 +1,4 @@
-"""``nuisances safety check|eval|bench``: the detector from the command line."""
+"""``nuisances safety check|eval|bench|train|mask``: the detector from the command line."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ from safety.adversarial import adversarial_inputs
 from safety.evaluation import RISK_CATEGORIES, Outcome, Report, compare, score
 from safety.masking import mask_numbers
 from safety.ruleset import RuleSet, RuleSetError, default_ruleset, load_ruleset
+from server.cli.safety_learning import CORPUS_DIR, TEAM_DIR, cross_validation, train
 
 app = typer.Typer(help="The emergency detector: check a message, score a corpus, measure speed.")
+app.command()(train)
 console = Console(highlight=False, soft_wrap=True)
 
 _STYLE = {"danger": "bold red", "detresse": "bold magenta", "represailles": "bold yellow"}
@@ -43,6 +45,16 @@ def _read_rows(path: Path) -> list[dict[str, str]]:
     return rows
 
 
+def _corpus_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of one JSONL file, or of every ``*.jsonl`` file of a directory."""
+    if not path.is_dir():
+        return _read_rows(path)
+    files = sorted(path.glob("*.jsonl"))
+    if not files:
+        raise typer.BadParameter(f"{path}: no *.jsonl files")
+    return [row for f in files for row in _read_rows(f)]
+
+
 def _load(path: Path | None) -> RuleSet:
     try:
         return default_ruleset() if path is None else load_ruleset(path)
@@ -55,7 +67,8 @@ def check(
     text: Annotated[str, typer.Argument(help="The message, as a person would type it.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the detection as JSON.")] = False,
 ) -> None:
-    """Classify one message; show its category, the rules that fired and the matched spans."""
+    """Classify one message: category, rules and spans, the model's probabilities and the
+    features that weighed most."""
     detection = detect(text)
     if as_json:
         payload = {
@@ -65,6 +78,12 @@ def check(
             "rules": detection.rules,
             "spans": detection.spans,
             "normalized": detection.normalized,
+            "probabilities": dict(detection.probabilities),
+            "risk": detection.risk,
+            "evidence": [
+                {"feature": e.feature, "weight": e.weight, "spans": e.spans}
+                for e in detection.evidence
+            ],
         }
         typer.echo(json.dumps(payload, ensure_ascii=False))
         return
@@ -79,9 +98,14 @@ def check(
         highlighted.stylize("reverse " + style, start, end)
     console.print(highlighted)
     for match in detection.matches:
-        quoted = " | ".join(repr(text[s:e]) for s, e in match.spans)
-        console.print(f"  {match.rule} ({match.category}): {quoted}")
-    console.print(f"normalized: {detection.normalized}", style="dim")
+        quoted = " | ".join(repr(text[s:e]) for s, e in match.spans) or "(learned layer)"
+        console.print(f"  {match.rule} ({match.category}): {quoted}", markup=False)
+    probabilities = ", ".join(f"{c} {p:.2f}" for c, p in detection.probabilities)
+    console.print(f"learned layer: risk {detection.risk:.2f} ({probabilities})", markup=False)
+    for evidence in detection.evidence:
+        quoted = " | ".join(repr(text[s:e]) for s, e in evidence.spans)
+        console.print(f"  +{evidence.weight:.2f} {evidence.feature}: {quoted}", markup=False)
+    console.print(f"normalized: {detection.normalized}", style="dim", markup=False)
 
 
 @app.command()
@@ -141,15 +165,40 @@ def _report_json(report: Report) -> dict[str, Any]:
 
 @app.command(name="eval")
 def evaluate(
-    corpus: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL corpus.")],
+    corpus: Annotated[
+        Path, typer.Argument(exists=True, help="A JSONL corpus, or a directory of them.")
+    ],
+    cv: Annotated[
+        bool,
+        typer.Option(
+            "--cv",
+            help="Leave one writer out: CORPUS is a directory, one file per writer; each is"
+            " scored by a model trained on the others (and the team's lines).",
+        ),
+    ] = False,
+    team: Annotated[
+        Path | None,
+        typer.Option(file_okay=False, help="With --cv: the team's training lines."),
+    ] = TEAM_DIR,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="With --cv: the table and summary only.")
+    ] = False,
     rules: Annotated[
         Path | None,
         typer.Option(exists=True, file_okay=False, help="A candidate rule directory to preview."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print figures as JSON.")] = False,
 ) -> None:
-    """Score the detector on a labelled corpus; with --rules, preview a candidate rule set."""
-    rows = _read_rows(corpus)
+    """Score the detector on a labelled corpus; --cv cross-validates the learned layer by
+    writer; --rules previews a candidate rule set (the rules alone, against the current ones:
+    retrain to measure the whole detector with it)."""
+    if cv:
+        if not corpus.is_dir():
+            raise typer.BadParameter(f"{corpus}: --cv needs a directory, one file per writer")
+        team_dir = team if team is not None and team.is_dir() else None
+        cross_validation(corpus, team_dir, as_json, verbose=not quiet)
+        return
+    rows = _corpus_rows(corpus)
     if rules is not None:
         _preview(rows, _load(rules), as_json)
         return
@@ -215,12 +264,12 @@ def _percentile(sorted_values: list[float], share: float) -> float:
 @app.command()
 def bench(
     corpus: Annotated[
-        Path, typer.Option(exists=True, dir_okay=False, help="JSONL corpus of messages.")
-    ] = Path("tests/corpus/safety.jsonl"),
+        Path, typer.Option(exists=True, help="A JSONL corpus of messages, or a directory of them.")
+    ] = CORPUS_DIR,
     repeat: Annotated[int, typer.Option(min=1, help="Passes over the corpus.")] = 20,
 ) -> None:
     """Print throughput and latency percentiles over a corpus, and the adversarial worst case."""
-    texts = [row["text"] for row in _read_rows(corpus)]
+    texts = [row["text"] for row in _corpus_rows(corpus)]
     ruleset = default_ruleset()
     for text in texts:  # warm caches: the fold table, regex internals
         detect(text)

@@ -1,8 +1,14 @@
-"""The public safety corpus, poured in verbatim from ../shared/corpus, replayed line by line.
+"""The safety corpora, poured in verbatim (one file per writer), replayed line by line.
 
-Clear risk lines must each raise a card; clear 'rien' lines and edge lines are replayed for
-determinism and offsets, and scored in aggregate (edge lines are reported in the terminal
-summary, never asserted: they are genuinely ambiguous).
+Every clear line must get exactly its label from the shipped detector: its category for a risk
+line, ``rien`` for the others. The lines it does not get right are listed in ``KNOWN`` with a
+reason, and expected to fail (strictly: a line that starts passing leaves the table), so that a
+new miss or a new false alarm fails CI. Edge lines are genuinely ambiguous: replayed for
+determinism and offsets, reported in the terminal summary, never asserted.
+
+These figures are on lines the learned layer was trained on: they check that nothing
+regresses, not how well the detector generalises. That is ``test_learned_layer.py``'s
+leave-one-writer-out cross-validation.
 """
 
 from __future__ import annotations
@@ -12,17 +18,62 @@ from typing import Any
 import pytest
 
 from safety import detect
-from safety.evaluation import score
-from tests.conftest import load_jsonl
+from tests.conftest import safety_corpus
 
-ROWS = load_jsonl("safety.jsonl")
-CLEAR_RISK = [r for r in ROWS if r["tier"] == "clear" and r["expected"] != "rien"]
+ROWS = safety_corpus()
+CLEAR = [r for r in ROWS if r["tier"] == "clear"]
+
+# id -> why the shipped detector does not give this line its label. Every one gets a card, of
+# another category: a rule fired whose category the verdict keeps (the category comes from the
+# rules when they fire, see safety.detect), and the card still holds that category's numbers.
+KNOWN: dict[str, str] = {
+    "dist-137": (
+        "a neighbour who said he would end it, then silence: suicide.ideation gives distress;"
+        " the silence behind the door (danger now) has no rule of its own"
+    ),
+    "long-093": (
+        "'fument' (young men smoking at the door) fires feu.fumee: no benign source is named"
+        " close enough to it"
+    ),
+    "thr-009": ("knife marks on a forced door, found afterwards: arme.presence reads a weapon now"),
+    "thr-028": (
+        "'coupé l'eau et le courant' (an illegal eviction) fires electricite.eau: water and"
+        " electricity named together"
+    ),
+    "thr-039": (
+        "death threats quoted from voice messages ('je mérite pas de vivre') read as the"
+        " writer's own wish to die"
+    ),
+    "thr-069": (
+        "a gun shown with a conditional threat, not used: arme.presence reads a weapon now"
+    ),
+    "thr-130": (
+        "a knife shown silently yesterday as intimidation: arme.presence reads a weapon now"
+        " ('hier' is not a resolution)"
+    ),
+}
 
 
-@pytest.mark.parametrize("row", CLEAR_RISK, ids=[r["id"] for r in CLEAR_RISK])
-def test_clear_risk_line_raises_a_card(row: dict[str, Any]) -> None:
+def _params(rows: list[dict[str, Any]]) -> list[Any]:
+    return [
+        pytest.param(
+            row,
+            id=row["id"],
+            marks=pytest.mark.xfail(reason=KNOWN[row["id"]], strict=True)
+            if row["id"] in KNOWN
+            else (),
+        )
+        for row in rows
+    ]
+
+
+@pytest.mark.parametrize("row", _params(CLEAR))
+def test_clear_line_gets_its_label(row: dict[str, Any]) -> None:
     detection = detect(row["text"])
-    assert detection.category != "rien", f"no card for {row['note']!r}: {row['text']!r}"
+    assert detection.category == row["expected"], (
+        f"{row['writer']} {row['note']!r}: got {detection.category} {detection.rules}"
+        f" (risk {detection.risk:.2f}): {row['text']!r}"
+    )
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
@@ -31,18 +82,15 @@ def test_every_line_is_deterministic_and_points_into_its_text(row: dict[str, Any
     assert first == second
     assert "safety.error" not in first.rules
     assert "safety.timeout" not in first.rules
-    for start, end in first.spans:
+    for start, end in (*first.spans, *(s for e in first.evidence for s in e.spans)):
         assert 0 <= start < end <= len(row["text"])
 
 
-def test_category_is_right_on_95_percent_of_clear_risk_lines() -> None:
-    report = score(ROWS)
-    wrong = [o for o in report.rows("clear") if o.card_expected and o.got != o.expected]
-    listing = "\n".join(f"{o.id}: expected {o.expected}, got {o.got}, {o.text!r}" for o in wrong)
-    assert report.category_accuracy >= 0.95, f"mismatches:\n{listing}"
+def test_known_lines_are_real_clear_lines() -> None:
+    assert set(KNOWN) <= {r["id"] for r in CLEAR}
 
 
-def test_false_alarms_on_at_most_5_percent_of_clear_rien_lines() -> None:
-    report = score(ROWS)
-    listing = "\n".join(f"{o.id}: {o.got} {o.rules} {o.text!r}" for o in report.false_alarms)
-    assert report.false_alarm_rate <= 0.05, f"false alarms:\n{listing}"
+def test_every_writer_file_is_there() -> None:
+    writers = {r["writer"] for r in ROWS}
+    assert writers == {"pub", "gen", "sms", "long", "dist", "dang", "thr", "var"}
+    assert len(ROWS) == 1268
