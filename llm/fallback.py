@@ -14,7 +14,14 @@ from typing import Literal
 
 from llm.texts import prompt_text
 
-__all__ = ["EMERGENCY_LINE", "FALLBACK_STATUSES", "TOPIC_ORDER", "fallback_text"]
+__all__ = [
+    "CATEGORY_STEPS",
+    "EMERGENCY_LINE",
+    "FALLBACK_STATUSES",
+    "TOPIC_ORDER",
+    "fallback_text",
+    "safety_steps",
+]
 
 EMERGENCY_LINE = "Si quelqu'un est en danger maintenant, appelez le 112."
 FallbackStatus = Literal[
@@ -29,11 +36,17 @@ TOPIC_ORDER = (
     "suicide", "automutilation", "menace",
 )  # fmt: skip
 MAX_TOPICS = 2
+# When a card has no topic with steps of its own (the learned layer decided alone, or the
+# detector failed toward the card), the general steps of its category.
+CATEGORY_STEPS = {"danger": "danger", "detresse": "suicide", "represailles": "menace"}
 
 
-def safety_steps(topics: Sequence[str]) -> list[str]:
-    """The safety texts for the topics that fired, most urgent first."""
+def safety_steps(topics: Sequence[str], category: str = "rien") -> list[str]:
+    """The safety texts for the topics that fired, most urgent first; for a card without a
+    known topic, its category's general steps."""
     chosen = [t for t in TOPIC_ORDER if t in topics][:MAX_TOPICS]
+    if not chosen and category in CATEGORY_STEPS:
+        chosen = [CATEGORY_STEPS[category]]
     return [prompt_text(f"safety/{topic}.md") for topic in chosen]
 
 
@@ -43,7 +56,7 @@ def fallback_text(
     """The fallback for ``status``; with the safety steps and the card when a card was shown."""
     parts: list[str] = []
     if category != "rien":
-        parts.extend(safety_steps(topics))
+        parts.extend(safety_steps(topics, category))
         parts.append(prompt_text("fallback/_card.md"))
     parts.append(prompt_text(f"fallback/{status}.md"))
     parts.append(prompt_text("fallback/_journal.md"))

@@ -53,7 +53,7 @@ def _safety_section(category: str, topics: Sequence[str]) -> str | None:
     intro = prompt_text("safety/_intro.md").replace(
         "{category}", _CATEGORY_LABEL.get(category, category)
     )
-    steps = safety_steps(topics)
+    steps = safety_steps(topics, category)
     return "\n".join([intro, *(f"- {step}" for step in steps)])
 
 

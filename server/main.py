@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from llm.providers.base import Provider
+from safety.model import default_model
 from safety.ruleset import default_ruleset
 from server.db.migrate import upgrade
 from server.errors import install_error_handlers
@@ -60,7 +61,9 @@ def create_app(
         app.state.services = services
         app.state.known_tokens = {}
         await services.start()
-        default_ruleset()  # load the detector's rules now, not on the first message
+        # Load the detector's rules and weights now, not on the first message.
+        default_ruleset()
+        default_model()
         if freeze_gc:
             gc.collect()
             gc.freeze()

@@ -94,6 +94,9 @@ class SafetyPayload(BaseModel):
     topics: list[str]
     rules: list[str]
     card: list[CardContact]
+    # The deterministic first steps for the card's topics, numbers from the directory: shown
+    # with the card, whatever the model answers next (empty for "rien").
+    steps: list[str] = Field(default_factory=list)
 
 
 class TimingsPayload(BaseModel):

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, text
@@ -27,6 +28,7 @@ from llm.providers import Provider, build_provider
 from llm.turn import Assistant, Harness
 from llm.types import ChatOptions, Health
 from llm.validate import OutputContract
+from safety import Detection, detect
 from server.cache_store import SqlCacheStore, cache_secret
 from server.db import repository
 from server.db.session import make_engine, make_session_factory
@@ -64,6 +66,15 @@ class Services:
     in_flight: dict[tuple[str, str], asyncio.Future[None]] = field(default_factory=dict)
     model_health: Health | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    # Detection runs off the event loop, in threads of its own: it never queues behind
+    # storage calls in the default executor, so the card never waits for the database.
+    _detector: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=2, thread_name_prefix="detect")
+    )
+
+    async def detect(self, text: str) -> Detection:
+        """``safety.detect`` in the detector's threads (it never raises)."""
+        return await asyncio.get_running_loop().run_in_executor(self._detector, detect, text)
 
     @classmethod
     def build(cls, settings: Settings, provider: Provider | None = None) -> Services:
@@ -124,6 +135,7 @@ class Services:
             await self.provider.aclose()
         self.assistant.harness.audit.close()
         self.engine.dispose()
+        self._detector.shutdown(wait=False)
 
     async def _watch_model(self) -> None:
         """Warm the model up once, then check its health periodically (metrics, /readyz)."""

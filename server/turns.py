@@ -21,11 +21,11 @@ from collections.abc import AsyncGenerator
 from datetime import timedelta
 from typing import Any, Literal
 
-from llm.fallback import fallback_text
+from llm.fallback import fallback_text, safety_steps
 from llm.texts import prompt_hash
 from llm.turn import Delta, Timings, TurnRequest, TurnResult, chat_turn
 from llm.types import Message
-from safety import Detection, detect
+from safety import Detection
 from safety.contacts import render_contacts
 from server.db import repository
 from server.logs import request_id
@@ -99,7 +99,7 @@ async def run_chat(
         log.error("turn failed unexpectedly", extra={"error": type(exc).__name__}, exc_info=True)
         if done:
             return
-        detection = detect(request.message)
+        detection = await services.detect(request.message)
         if safety is None:
             safety = _safety_payload(services, detection, request.region)
             yield ("safety", safety)
@@ -112,7 +112,7 @@ async def _answer(
     services: Services, device_id: str, request: ChatRequest, started: float
 ) -> AsyncGenerator[Event, None]:
     settings = services.settings
-    detection = detect(request.message)
+    detection = await services.detect(request.message)
     detection_ms = round((time.perf_counter() - started) * 1000, 3)
     services.metrics.detection.observe(detection_ms / 1000)
     safety = _safety_payload(services, detection, request.region)
@@ -225,13 +225,18 @@ async def _answer(
 
 
 def _safety_payload(services: Services, detection: Detection, region: str | None) -> SafetyPayload:
-    card = services.directory.snapshot.card_for(detection.categories, detection.topics, region)
+    snapshot = services.directory.snapshot
+    card = snapshot.card_for(detection.categories, detection.topics, region)
+    steps = (
+        safety_steps(detection.topics, detection.category) if detection.category != "rien" else []
+    )
     return SafetyPayload(
         category=detection.category,
         categories=list(detection.categories),
         topics=list(detection.topics),
         rules=list(detection.rules),
         card=[CardContact.of(c) for c in card],
+        steps=[render_contacts(s, snapshot, services.settings.contact_style).text for s in steps],
     )
 
 

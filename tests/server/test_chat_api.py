@@ -52,6 +52,47 @@ def test_stream_sends_the_card_first_then_deltas_then_done(
     assert done["contacts"][0]["number"] == "18"
 
 
+def test_the_card_carries_the_first_steps_of_its_topics(client: TestClient, token: str) -> None:
+    safety = client.post("/v1/chat", json=chat_body(GAS, "m-steps"), headers=auth(token)).json()[
+        "safety"
+    ]
+    assert safety["rules"] == ["gaz.presence"]
+    assert len(safety["steps"]) == 1
+    assert "Ne touchez à aucun interrupteur" in safety["steps"][0]
+    assert "(0 800 47 33 33)" in safety["steps"][0]  # the number comes from the directory
+    assert "[[" not in safety["steps"][0]
+
+
+def test_the_learned_layer_alone_shows_its_category_card_and_steps(
+    client: TestClient, token: str
+) -> None:
+    message = (
+        "un bébé pleure dans une voiture fermée en plein soleil sur le parking depuis une heure"
+    )
+    safety = client.post(
+        "/v1/chat", json=chat_body(message, "m-model"), headers=auth(token)
+    ).json()["safety"]
+    assert safety["category"] == "danger"
+    assert safety["rules"] == ["model.danger"]
+    assert [c["id"] for c in safety["card"]][:4] == [
+        "urgence-europeenne",
+        "samu",
+        "police",
+        "pompiers",
+    ]
+    assert "Si quelqu'un est en danger en ce moment" in safety["steps"][0]
+
+
+def test_no_card_no_steps(client: TestClient, token: str) -> None:
+    safety = client.post(
+        "/v1/chat",
+        json=chat_body("le chien du voisin aboie le soir", "m-calm"),
+        headers=auth(token),
+    ).json()["safety"]
+    assert safety["category"] == "rien"
+    assert safety["card"] == safety["steps"] == []
+
+
 def test_done_equals_the_json_answer(client: TestClient, token: str) -> None:
     streamed = _stream(client, token, chat_body("bonjour, une question sur le bruit", "m-same"))[
         -1
