@@ -120,22 +120,31 @@ def _value(family: str, count: int) -> float:
     return FAMILIES[family] / math.sqrt(count) if count else 0.0
 
 
+class _GramCount(dict[str, int]):
+    """Word -> how many distinct ``c:`` features it has (memoised, bounded)."""
+
+    def __missing__(self, word: str) -> int:
+        count = len(char_ngrams(word))
+        if len(self) >= _MEMO_LIMIT:
+            self.clear()
+        self[word] = count
+        return count
+
+
+_GRAM_COUNT = _GramCount()
+_JOIN = " ".join
+
+
 def extract(text: str, analysis: Analysis) -> Features:
     """The features of the normalised ``text``, given what the engine found in it."""
     words = _TOKEN.findall(text)
     distinct = tuple(dict.fromkeys(words))
-    pairs = tuple(dict.fromkeys([f"{a} {b}" for a, b in pairwise(words)]))
-    triples = tuple(
-        dict.fromkeys(
-            [f"{a} {b} {c}" for a, b, c in zip(words, words[1:], words[2:], strict=False)]
-        )
-    )
     live = {h.term for h in analysis.live}
     found = {h.term for h in analysis.hits}
     keys = {
         "w": distinct,
-        "b": pairs,
-        "t": triples,
+        "b": tuple(dict.fromkeys(map(_JOIN, pairwise(words)))),
+        "t": tuple(dict.fromkeys(map(_JOIN, zip(words, words[1:], words[2:], strict=False)))),
         # Cue classes that count, and the engine's own classes (negation, idiom...).
         "cue": tuple(sorted(live | (found & SPECIAL_TERMS))),
         # Cue classes found but negated or inside an idiom.
@@ -143,7 +152,7 @@ def extract(text: str, analysis: Analysis) -> Features:
         "rule": tuple(dict.fromkeys(f.rule.id for f in analysis.firings)),
     }
     values = {family: _value(family, len(these)) for family, these in keys.items()}
-    values["c"] = _value("c", sum(len(char_ngrams(word)) for word in distinct))
+    values["c"] = _value("c", sum(map(_GRAM_COUNT.__getitem__, distinct)))
     return Features(keys, values)
 
 
