@@ -1,6 +1,7 @@
 """Pure, deterministic safety functions: no I/O at call time, nothing imported from the project.
 
-- ``detect(text)``: classifies a message (danger, represailles, detresse, rien) first of all.
+- ``detect(text)``: classifies a message (danger, represailles, detresse, rien) first of all,
+  with the cue rules (``rules/``) and the learned linear layer (``weights/model.json``).
 - ``normalize(text)``: the canonical form the rules match, with offsets back to the original.
 - ``mask_numbers(text)``, ``StreamMasker``: every phone number a model wrote is masked, the
   national short numbers excepted.
