@@ -49,7 +49,9 @@ def _line(outcome: Outcome) -> str:
 
 def _writer_table(reports: dict[str, Report]) -> Table:
     table = Table(title="leave one writer out: each writer scored by a model trained without it")
-    for column in ("writer", "risk lines", "recall", *RISK_CATEGORIES, "category", "alarms"):
+    for column in (
+        "writer", "risk lines", "recall", *RISK_CATEGORIES, "category", "alarms", "edge",
+    ):  # fmt: skip
         table.add_column(column, justify="right" if column != "writer" else "left")
     for writer, report in reports.items():
         risk = [o for o in report.rows("clear") if o.card_expected]
@@ -60,6 +62,7 @@ def _writer_table(reports: dict[str, Report]) -> Table:
             *(f"{report.card_recall[c]:.1%}" for c in RISK_CATEGORIES),
             f"{report.category_accuracy:.1%}",
             f"{report.false_alarm_rate:.1%} ({len(report.false_alarms)})",
+            f"{report.edge_agreement:.0%}",
         )
     return table
 

@@ -82,3 +82,56 @@ def test_bench_prints_its_figures() -> None:
     assert result.exit_code == 0, result.output
     assert "messages/s" in result.output
     assert "worst case over 10 KB adversarial inputs" in result.output
+
+
+def _two_writers(tmp_path: Path) -> tuple[Path, Path]:
+    corpus, team = tmp_path / "corpus", tmp_path / "team"
+    corpus.mkdir()
+    team.mkdir()
+    for name in ("pub.jsonl", "gen.jsonl"):
+        shutil.copy(CORPUS.parent / name, corpus / name)
+    shutil.copy(CORPUS.parent / "sms.jsonl", team / "extra.jsonl")
+    return corpus, team
+
+
+def test_eval_cv_prints_each_writer_and_six_summary_lines(tmp_path: Path) -> None:
+    corpus, team = _two_writers(tmp_path)
+    result = RUNNER.invoke(app, ["safety", "eval", str(corpus), "--cv", "--team", str(team)])
+    assert result.exit_code == 0, result.output
+    assert "held-out writer gen:" in result.output
+    assert "held-out writer pub:" in result.output
+    summary = result.output.strip().splitlines()[-6:]
+    assert summary[0].startswith("cross-validated over 2 writers")
+    assert summary[-1].startswith("learned layer alone")
+
+
+def test_eval_cv_json_has_the_figures_of_every_writer(tmp_path: Path) -> None:
+    corpus, team = _two_writers(tmp_path)
+    result = RUNNER.invoke(
+        app, ["safety", "eval", str(corpus), "--cv", "--team", str(team), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert set(payload["writers"]) == {"pub", "gen"}
+    assert 0.0 <= payload["recall"] <= 1.0
+
+
+def test_eval_cv_needs_a_directory() -> None:
+    result = RUNNER.invoke(app, ["safety", "eval", str(CORPUS), "--cv"])
+    assert result.exit_code == 2  # a usage error, said in the output's error panel
+    assert "needs a" in result.output
+
+
+def test_train_writes_weights_and_check_compares_them(tmp_path: Path) -> None:
+    corpus, team = _two_writers(tmp_path)
+    out = tmp_path / "model.json"
+    args = ["safety", "train", "--corpus", str(corpus), "--team", str(team), "--out", str(out)]
+    written = RUNNER.invoke(app, args)
+    assert written.exit_code == 0, written.output
+    assert json.loads(out.read_text(encoding="utf-8"))["format"] == "nuisances-safety-linear/1"
+    same = RUNNER.invoke(app, [*args, "--check"])
+    assert same.exit_code == 0, same.output
+    out.write_text(out.read_text(encoding="utf-8").replace('"threshold"', '"threshold" '))
+    stale = RUNNER.invoke(app, [*args, "--check"])
+    assert stale.exit_code == 1
+    assert "differs from a fresh training" in stale.output
