@@ -7,16 +7,49 @@ rows are scored, ``edge`` rows are reported apart (genuinely ambiguous, never as
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from safety.detect import Detection, detect
 from safety.model import LinearModel
 from safety.ruleset import RuleSet
 
-__all__ = ["RISK_CATEGORIES", "Comparison", "Outcome", "Report", "compare", "score"]
+__all__ = [
+    "RISK_CATEGORIES",
+    "Comparison",
+    "Outcome",
+    "Report",
+    "compare",
+    "read_rows",
+    "score",
+]
 
 RISK_CATEGORIES = ("danger", "represailles", "detresse")
+LABELS = ("rien", *RISK_CATEGORIES)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a JSONL corpus; ``ValueError`` naming the line when one is malformed (not
+    JSON, no text or label, an unknown label). A row without an id gets ``line-<n>``."""
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            if not isinstance(row, dict) or not {"text", "expected"} <= row.keys():
+                raise ValueError(f"{path}:{number}: needs 'text' and 'expected'")
+            if row["expected"] not in LABELS:
+                raise ValueError(f"{path}:{number}: unknown label {row['expected']!r}")
+            row.setdefault("id", f"line-{number}")
+            row.setdefault("tier", "clear")
+            rows.append(row)
+    return rows
 
 
 @dataclass(frozen=True, slots=True)

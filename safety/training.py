@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from safety.engine import analyse
-from safety.evaluation import Report, score
+from safety.evaluation import Report, read_rows, score
 from safety.features import CHAR_MAX, CHAR_MIN, FAMILIES, Features, extract
 from safety.model import CLASSES, FORMAT, LinearModel, model_from_json
 from safety.normalize import normalize
@@ -76,27 +76,10 @@ class Params:
 
 def read_examples(path: Path, writer: str) -> list[Example]:
     """The rows of one JSONL file; ``ValueError`` naming the line when one is malformed."""
-    examples = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                examples.append(
-                    Example(
-                        id=str(row["id"]),
-                        text=str(row["text"]),
-                        expected=str(row["expected"]),
-                        tier=str(row.get("tier", "clear")),
-                        writer=writer,
-                    )
-                )
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{number}: {exc}") from exc
-            if examples[-1].expected not in CLASSES:
-                raise ValueError(f"{path}:{number}: unknown label {examples[-1].expected!r}")
-    return examples
+    return [
+        Example(str(r["id"]), str(r["text"]), str(r["expected"]), str(r["tier"]), writer)
+        for r in read_rows(path)
+    ]
 
 
 def featurize(text: str, ruleset: RuleSet) -> Features:

@@ -14,6 +14,23 @@ CORPUS_DIR = Path(__file__).parent / "corpus"
 SAFETY_DIR = CORPUS_DIR / "safety"
 
 
+def with_known_failures(
+    rows: list[dict[str, Any]], known: dict[str, str], key: str = "id"
+) -> list[Any]:
+    """One ``pytest.param`` per row, id ``row[key]``; rows named in ``known`` are expected
+    to fail, strictly (one that starts passing must leave the table), with their reason."""
+    return [
+        pytest.param(
+            row,
+            id=row[key],
+            marks=pytest.mark.xfail(reason=known[row[key]], strict=True)
+            if row[key] in known
+            else (),
+        )
+        for row in rows
+    ]
+
+
 def load_jsonl(name: str) -> list[dict[str, Any]]:
     """The rows of ``tests/corpus/<name>``."""
     with (CORPUS_DIR / name).open(encoding="utf-8") as handle:

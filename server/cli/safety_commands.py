@@ -16,7 +16,7 @@ from rich.text import Text
 
 from safety import detect
 from safety.adversarial import adversarial_inputs
-from safety.evaluation import RISK_CATEGORIES, Outcome, Report, compare, score
+from safety.evaluation import RISK_CATEGORIES, Outcome, Report, compare, read_rows, score
 from safety.masking import mask_numbers
 from safety.ruleset import RuleSet, RuleSetError, default_ruleset, load_ruleset
 from server.cli.safety_learning import CORPUS_DIR, TEAM_DIR, cross_validation, train
@@ -29,20 +29,10 @@ _STYLE = {"danger": "bold red", "detresse": "bold magenta", "represailles": "bol
 
 
 def _read_rows(path: Path) -> list[dict[str, str]]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise typer.BadParameter(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            if not isinstance(row, dict) or not {"text", "expected"} <= row.keys():
-                raise typer.BadParameter(f"{path}:{number}: needs 'text' and 'expected'")
-            row.setdefault("id", f"line-{number}")
-            rows.append(row)
-    return rows
+    try:
+        return read_rows(path)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 def _corpus_rows(path: Path) -> list[dict[str, str]]:

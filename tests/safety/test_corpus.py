@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from safety import detect
-from tests.conftest import safety_corpus
+from tests.conftest import safety_corpus, with_known_failures
 
 ROWS = safety_corpus()
 CLEAR = [r for r in ROWS if r["tier"] == "clear"]
@@ -54,20 +54,7 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _params(rows: list[dict[str, Any]]) -> list[Any]:
-    return [
-        pytest.param(
-            row,
-            id=row["id"],
-            marks=pytest.mark.xfail(reason=KNOWN[row["id"]], strict=True)
-            if row["id"] in KNOWN
-            else (),
-        )
-        for row in rows
-    ]
-
-
-@pytest.mark.parametrize("row", _params(CLEAR))
+@pytest.mark.parametrize("row", with_known_failures(CLEAR, KNOWN))
 def test_clear_line_gets_its_label(row: dict[str, Any]) -> None:
     detection = detect(row["text"])
     assert detection.category == row["expected"], (

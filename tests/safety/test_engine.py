@@ -55,12 +55,16 @@ rules:
 """
 
 
+def _ruleset(factory: pytest.TempPathFactory, lexicon: str, family: str) -> RuleSet:
+    directory: Path = factory.mktemp("rules")
+    (directory / "_lexicon.yaml").write_text(lexicon, encoding="utf-8")
+    (directory / "test.yaml").write_text(family, encoding="utf-8")
+    return load_ruleset(directory)
+
+
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
-    directory: Path = tmp_path_factory.mktemp("rules")
-    (directory / "_lexicon.yaml").write_text(LEXICON, encoding="utf-8")
-    (directory / "test.yaml").write_text(FAMILY, encoding="utf-8")
-    return load_ruleset(directory)
+    return _ruleset(tmp_path_factory, LEXICON, FAMILY)
 
 
 @pytest.mark.parametrize(
@@ -143,10 +147,7 @@ CONTRAST_FAMILY = FAMILY.replace("unless: {benign: 2}", "unless: {benign: 2, res
 
 @pytest.fixture(scope="module")
 def contrast_rules(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
-    directory: Path = tmp_path_factory.mktemp("contrast")
-    (directory / "_lexicon.yaml").write_text(CONTRAST_LEXICON, encoding="utf-8")
-    (directory / "test.yaml").write_text(CONTRAST_FAMILY, encoding="utf-8")
-    return load_ruleset(directory)
+    return _ruleset(tmp_path_factory, CONTRAST_LEXICON, CONTRAST_FAMILY)
 
 
 @pytest.mark.parametrize(

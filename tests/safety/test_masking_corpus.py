@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from safety.masking import StreamMasker, mask_numbers
+from tests.conftest import with_known_failures
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "masking"
 LINES: list[dict[str, Any]] = [
@@ -67,20 +68,7 @@ def _problems(line: dict[str, Any], masked: str) -> list[str]:
     return found
 
 
-def _params() -> list[Any]:
-    return [
-        pytest.param(
-            line,
-            id=line["id"],
-            marks=pytest.mark.xfail(reason=KNOWN_LEAKS[line["id"]], strict=True)
-            if line["id"] in KNOWN_LEAKS
-            else (),
-        )
-        for line in LINES
-    ]
-
-
-@pytest.mark.parametrize("line", _params())
+@pytest.mark.parametrize("line", with_known_failures(LINES, KNOWN_LEAKS))
 def test_corpus_line(line: dict[str, Any]) -> None:
     masked = mask_numbers(line["text"]).text
     problems = _problems(line, masked)
