@@ -148,9 +148,11 @@ class _Builder:
             if self.starts is None or self.ends is None:
                 self.starts, self.ends = loc_starts, loc_ends
             else:
-                prev_starts, prev_ends = self.starts, self.ends
-                self.starts = [prev_starts[s] for s in loc_starts]
-                self.ends = [prev_ends[e - 1] if e > 0 else 0 for e in loc_ends]
+                # Composed through C-level maps: this runs over every character of a long text.
+                # ends[i] is an exclusive end: position e maps to the end of character e - 1
+                # (0 stays 0, hence the leading 0).
+                self.starts = list(map(self.starts.__getitem__, loc_starts))
+                self.ends = list(map([0, *self.ends].__getitem__, loc_ends))
         self.text = new_text
 
     def substitute(self, pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str]) -> None:
