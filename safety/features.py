@@ -2,8 +2,9 @@
 
 A message becomes a set of named binary features in seven families:
 
-- ``w:`` words: runs of letters and digits of the normalised text (``safety.normalize``), and
-  single symbols outside ASCII (emoji), one token each;
+- ``w:`` words: runs of letters and digits of the normalised text (``safety.normalize``),
+  that is characters for which Python's ``str.isalnum()`` holds, and single symbols outside
+  ASCII that are neither (emoji), one token each;
 - ``b:`` word pairs: two adjacent tokens, joined by a space; ``t:`` word triples, likewise;
 - ``c:`` character n-grams inside words: every substring of 3 to 5 characters of the token
   padded with one space on each side (" gaz " gives " ga", "gaz", "az ", " gaz", "gaz ", " gaz ")

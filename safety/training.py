@@ -68,7 +68,7 @@ class Params:
     C: float = 10.0
     min_df: int = 2
     max_iter: int = 200
-    tol: float = 1e-6
+    tol: float = 1e-5
     edge_in_training: bool = True
     target_recall: float = 0.97
     digits: int = 4

@@ -245,6 +245,10 @@ HARMLESS: list[Row] = [
 # Phrasings the shipped detector does not read right yet, each with the reason (expected to
 # fail, strictly: one that starts passing leaves the table).
 KNOWN = {
+    "j'ose plus rentrer chez moi à cause du voisin": (
+        "menace.intimidation fires, but the learned layer (risk 0.22) vetoes it: not daring to"
+        " go home is as often fear of the dark, a noise or an accident in its lines"
+    ),
     "bagarre générale devant l'immeuble": (
         "no rule says a brawl is going on now, and the learned layer reads 'bagarre' as a fight"
         " told afterwards"

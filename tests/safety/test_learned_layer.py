@@ -26,9 +26,9 @@ WEIGHTS = ROOT / "safety" / "weights" / "model.json"
 # Floors on the leave-one-writer-out figures (clear lines of the held-out writers).
 RECALL_FLOOR = 0.965
 CATEGORY_FLOOR = 0.92
-FALSE_ALARM_CEILING = 0.075
+FALSE_ALARM_CEILING = 0.05
 WEAKEST_WRITER_FLOOR = 0.93
-PER_CATEGORY_RECALL_FLOOR = 0.95
+PER_CATEGORY_RECALL_FLOOR = 0.94
 
 
 @pytest.fixture(scope="module")
