@@ -12,11 +12,15 @@ in fewer than ``min_df`` training messages are left out. Fitting is deterministi
 data and library versions; the weights are written rounded, with sorted keys, so the file is
 reproducible byte for byte.
 
-The threshold is chosen on cross-validation: every corpus writer is held out in turn, a model
-is trained on the others (and the team's lines), and the held-out verdicts (rules and model
-together, as ``detect`` decides) are pooled. The operating point is recall first: the highest
-threshold whose pooled recall of clear risk lines reaches ``target_recall``, then, among those
-within that recall, the one with the fewest false alarms.
+The two thresholds (``threshold`` for the model alone, ``rule_threshold`` for a rule that is
+not hard) are chosen on cross-validation: every corpus writer is held out in turn, a model is
+trained on the others (and the team's lines), and the held-out verdicts (rules and model
+together, as ``detect`` decides) are pooled. The operating point is recall first: among the
+pairs whose pooled recall of clear risk lines reaches ``target_recall``, the one with the
+fewest false alarms (``choose_thresholds``).
+
+The training module lives beside the detector so that its features are, by construction, the
+ones ``detect`` computes: ``featurize`` is the same normalisation, engine and extraction.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ __all__ = [
     "dumps",
     "featurize",
     "fit",
+    "held_lines",
     "read_corpora",
     "read_examples",
     "train",
@@ -249,9 +254,11 @@ def _fold_models(
     }
 
 
-def _held(
+def held_lines(
     corpus: Sequence[Example], models: Mapping[str, LinearModel], ruleset: RuleSet
 ) -> list[Held]:
+    """Each clear line of ``corpus`` as the model of its writer sees it (``Held.card`` then
+    decides as ``safety.detect.decide`` does, for any thresholds)."""
     held = []
     for example in corpus:
         if example.tier != "clear":
@@ -333,7 +340,7 @@ def cross_validate(
     held-out verdicts (``choose_thresholds``), as ``train`` does."""
     rules = ruleset if ruleset is not None else default_ruleset()
     models = _fold_models(corpus, team, params, rules, progress, workers)
-    held = _held(corpus, models, rules)
+    held = held_lines(corpus, models, rules)
     if thresholds is None:
         thresholds = choose_thresholds(held, params.target_recall)
     alone = [Held(h.risk_expected, h.risk, hard=False, soft=False) for h in held]

@@ -10,16 +10,19 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from safety.model import CLASSES, model_from_json
+from safety import detect
+from safety.model import CLASSES, default_model, model_from_json
 from safety.ruleset import default_ruleset
 from safety.training import (
     Design,
+    Example,
     Held,
     Params,
     choose_thresholds,
     dumps,
     featurize,
     fit,
+    held_lines,
     read_examples,
 )
 from tests.conftest import safety_corpus
@@ -112,3 +115,15 @@ def test_a_malformed_row_is_refused_with_its_line(tmp_path: Path, line: str, mes
     path.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=message):
         read_examples(path, "x")
+
+
+def test_the_threshold_search_decides_as_detect_does() -> None:
+    """choose_thresholds scores pairs through Held.card; detect decides through decide: on
+    every clear corpus line, with the shipped weights, both must agree."""
+    model = default_model()
+    rows = [r for r in safety_corpus() if r["tier"] == "clear"]
+    examples = [Example(r["id"], r["text"], r["expected"], r["tier"], r["writer"]) for r in rows]
+    held = held_lines(examples, {r["writer"]: model for r in rows}, RULES)
+    thresholds = (model.threshold, model.rule_threshold)
+    for row, line in zip(rows, held, strict=True):
+        assert line.card(thresholds) == (detect(row["text"]).category != "rien"), row["id"]
