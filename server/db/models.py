@@ -20,7 +20,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.db.base import Base
 
-__all__ = ["CachedAnswer", "Conversation", "Device", "Turn", "utcnow"]
+__all__ = ["CachedAnswer", "Conversation", "Device", "QuotaUsage", "Turn", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -42,7 +42,8 @@ class Device(Base):
 
 class Conversation(Base):
     __tablename__ = "conversations"
-    __table_args__ = (UniqueConstraint("device_id", "external_id"),)
+    # AUTOINCREMENT: an id is never given again after an erasure (SQLite would reuse it).
+    __table_args__ = (UniqueConstraint("device_id", "external_id"), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     device_id: Mapped[str] = mapped_column(ForeignKey("devices.id", ondelete="CASCADE"), index=True)
@@ -54,10 +55,18 @@ class Conversation(Base):
 
 
 class Turn(Base):
-    """One message and its answer. ``state`` is running until the answer is stored."""
+    """One message and its answer. ``state`` is running until the answer is stored.
+
+    The idempotency key is (device, conversation, ``client_message_id``); ``message_hash``
+    tells a retry of the same message from another message sent under the same key. A running
+    turn holds a lease (``lease_until``): past it the turn is taken over or marked failed.
+    """
 
     __tablename__ = "turns"
-    __table_args__ = (UniqueConstraint("device_id", "client_message_id"),)
+    __table_args__ = (
+        UniqueConstraint("device_id", "conversation_id", "client_message_id"),
+        {"sqlite_autoincrement": True},
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     device_id: Mapped[str] = mapped_column(ForeignKey("devices.id", ondelete="CASCADE"), index=True)
@@ -68,8 +77,11 @@ class Turn(Base):
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, index=True
     )
-    state: Mapped[str] = mapped_column(String(16), default="running")  # running|done|cancelled
+    # running | done | cancelled | failed (left running by a crash or an outage)
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     message: Mapped[str] = mapped_column(Text)
+    message_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     reply: Mapped[str | None] = mapped_column(Text, nullable=True)
     category: Mapped[str] = mapped_column(String(16))
     rules: Mapped[list[str]] = mapped_column(JSON, default=list)
@@ -78,7 +90,7 @@ class Turn(Base):
     status: Mapped[str | None] = mapped_column(String(24), nullable=True)
     source: Mapped[str | None] = mapped_column(String(16), nullable=True)
     model: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    model_called: Mapped[bool] = mapped_column(Boolean, default=False)  # counts toward quotas
+    model_called: Mapped[bool] = mapped_column(Boolean, default=False)
     prompt_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     response: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # the done object
     detection_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -95,8 +107,21 @@ class CachedAnswer(Base):
     __tablename__ = "answer_cache"
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # Keyed hash of the device and conversation the answer came from: an erasure drops it.
+    conversation: Mapped[str] = mapped_column(String(64), index=True, default="")
     answer: Mapped[str] = mapped_column(Text)
     model: Mapped[str] = mapped_column(String(200))
     prompt_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[float] = mapped_column(Float)
     mac: Mapped[str] = mapped_column(String(64))
+
+
+class QuotaUsage(Base):
+    """Turns admitted to the model layer per UTC day, per device (``scope``) and in all
+    (``scope`` ``*``): counted at admission, so erasing conversations gives nothing back."""
+
+    __tablename__ = "quota_usage"
+
+    day: Mapped[str] = mapped_column(String(10), primary_key=True)  # YYYY-MM-DD
+    scope: Mapped[str] = mapped_column(String(64), primary_key=True)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
