@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import secrets
 from pathlib import Path
 
@@ -11,6 +14,8 @@ from llm.cache import CacheEntry
 from server.db.models import CachedAnswer
 
 __all__ = ["SqlCacheStore", "cache_secret"]
+
+log = logging.getLogger("nuisances.cache")
 
 
 class SqlCacheStore:
@@ -23,7 +28,13 @@ class SqlCacheStore:
             if row is None:
                 return None
             return CacheEntry(
-                row.key, row.answer, row.model, row.prompt_hash, row.created_at, row.mac
+                row.key,
+                row.answer,
+                row.model,
+                row.prompt_hash,
+                row.created_at,
+                row.mac,
+                row.conversation,
             )
 
     def put(self, entry: CacheEntry) -> None:
@@ -31,6 +42,7 @@ class SqlCacheStore:
             session.merge(
                 CachedAnswer(
                     key=entry.key,
+                    conversation=entry.conversation,
                     answer=entry.answer,
                     model=entry.model,
                     prompt_hash=entry.prompt_hash,
@@ -49,10 +61,21 @@ class SqlCacheStore:
 
 
 def cache_secret(data_dir: Path) -> bytes:
-    """The deployment's key for the cache's MACs, created on first use (mode 600)."""
+    """The deployment's key for the cache's MACs and the keyed hashes (``server.privacy``),
+    created on first use, readable by its owner only. Without a writable data folder, a key
+    for this process only (logged): hashes then change at each start."""
     path = data_dir / "cache.key"
-    if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_hex(32), encoding="ascii")
-        path.chmod(0o600)
-    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    try:
+        if not path.exists():
+            data_dir.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    os.write(fd, secrets.token_hex(32).encode("ascii"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError) as exc:
+        log.warning("no deployment key on disk", extra={"error": type(exc).__name__})
+        return secrets.token_bytes(32)

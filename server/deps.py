@@ -29,13 +29,15 @@ def get_settings(services: Annotated[Services, Depends(get_services)]) -> Settin
 
 async def get_device(request: Request, services: Annotated[Services, Depends(get_services)]) -> str:
     """The device of the bearer token. Checked in the database on every request (a revoked
-    token fails at once); when the database is down, tokens seen valid before still pass."""
+    token fails at once); when the database is down, a token confirmed valid in the last
+    ``token_cache_max_age_s`` seconds still passes (``server.token_cache``), a revoked one
+    never does once the cache's refresh has seen the revocation."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token or len(token) > 200:
         raise ApiError(401, "unauthorized")
-    known: dict[str, str] = request.app.state.known_tokens
+    key = repository.token_key(token)
 
     def lookup() -> str | None:
         with services.sessions() as session:
@@ -46,14 +48,14 @@ async def get_device(request: Request, services: Annotated[Services, Depends(get
         device_id = await asyncio.to_thread(lookup)
     except Exception as exc:
         log.warning("token check without database", extra={"error": type(exc).__name__})
-        device_id = known.get(repository.token_key(token))
+        device_id = services.tokens.without_database(key)
         if device_id is None:
             raise ApiError(401, "unauthorized") from exc
         return device_id
     if device_id is None:
-        known.pop(repository.token_key(token), None)
+        services.tokens.forget(key)
         raise ApiError(401, "unauthorized")
-    known[repository.token_key(token)] = device_id
+    services.tokens.confirm(key, device_id)
     return device_id
 
 

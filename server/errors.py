@@ -42,6 +42,16 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "Missing, unknown or revoked access token.",
     ),
     "not_found": ("Introuvable.", "Not found."),
+    "idempotency_conflict": (
+        "Cet identifiant de message (client_message_id) a déjà servi pour un autre message "
+        "dans cette conversation : envoyez ce message avec un nouvel identifiant.",
+        "This client_message_id was already used for another message in this conversation: "
+        "send this message with a new id.",
+    ),
+    "storage_unavailable": (
+        "Le stockage est momentanément indisponible ; réessayez dans quelques secondes.",
+        "Storage is unavailable for the moment; retry in a few seconds.",
+    ),
     "method_not_allowed": ("Méthode non autorisée.", "Method not allowed."),
     "unsupported_media_type": (
         "Le corps doit être du JSON (Content-Type: application/json).",
@@ -65,6 +75,7 @@ def error_response(
     field: str | None = None,
     details: list[dict[str, Any]] | None = None,
     headers: dict[str, str] | None = None,
+    safety: Any = None,
     **values: Any,
 ) -> JSONResponse:
     french, english = MESSAGES.get(code, MESSAGES["invalid_request"])
@@ -74,8 +85,10 @@ def error_response(
         message_en=english.format(**values),
         field=field,
         details=details,
+        safety=safety,
     )
-    return JSONResponse({"error": body.model_dump(exclude_none=True)}, status, headers=headers)
+    error = body.model_dump(mode="json", exclude_none=True)
+    return JSONResponse({"error": error}, status, headers=headers)
 
 
 def _validation(request: Request, exc: Exception) -> JSONResponse:
@@ -117,6 +130,8 @@ def _api(request: Request, exc: Exception) -> JSONResponse:
     if not isinstance(exc, ApiError):  # pragma: no cover - registered for it
         return error_response(400, "invalid_request")
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    if exc.status == 503:
+        headers = {"Retry-After": "5"}
     return error_response(exc.status, exc.code, exc.field, headers=headers, **exc.values)
 
 

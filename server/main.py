@@ -59,7 +59,6 @@ def create_app(
                 )
         services = Services.build(chosen, provider)
         app.state.services = services
-        app.state.known_tokens = {}
         await services.start()
         # Load the detector's rules and weights now, not on the first message.
         default_ruleset()

@@ -45,3 +45,16 @@ class Metrics:
             "nuisances_model_up", "1 when the model server answers and has the model.",
             registry=self.registry,
         )  # fmt: skip
+        self.spooled = Counter(
+            "nuisances_spooled_turns", "Turns kept in the spool while the database was away.",
+            registry=self.registry,
+        )  # fmt: skip
+        self.spool_lost = Counter(
+            "nuisances_spool_lost_turns", "Turns answered but not kept (spool full or unwritable).",
+            registry=self.registry,
+        )  # fmt: skip
+        self.conflicts = Counter(
+            "nuisances_idempotency_conflicts",
+            "Requests refused: another message under an idempotency key already used.",
+            registry=self.registry,
+        )

@@ -179,3 +179,8 @@ class ErrorBody(BaseModel):
     message_en: str
     field: str | None = None
     details: list[dict[str, Any]] | None = None
+    safety: SafetyPayload | None = Field(
+        default=None,
+        description="On a chat request refused after detection (idempotency_conflict): the "
+        "card of the message actually received, to show as always.",
+    )

@@ -1,9 +1,10 @@
 """The long-lived parts of the running service, built once from the settings.
 
 ``Services`` owns the database engine, the directory snapshot, the model assistant (provider,
-budgets, slots, quotas), the metrics registry and the in-flight turn registry. The lifespan of
-the app starts its background tasks (migrations, directory reload, warm-up, model health) and
-stops them.
+budgets, slots, quotas), the metrics registry, the in-flight turn registry, the token cache,
+the keyed hashes and the outage spool. The lifespan of the app starts its background tasks
+(directory reload, warm-up, model health, spool replay and recovery, token refresh) and stops
+them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
 
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -33,25 +36,50 @@ from server.cache_store import SqlCacheStore, cache_secret
 from server.db import repository
 from server.db.session import make_engine, make_session_factory
 from server.metrics import Metrics
+from server.privacy import Tags
 from server.settings import Settings
+from server.spool import Spool
+from server.token_cache import TokenCache
 
-__all__ = ["Services"]
+__all__ = ["InFlight", "Outage", "Services"]
 
 log = logging.getLogger("nuisances.services")
 
 
-class _StoredQuota:
-    """Quota counts from the stored turns (``llm.admission.QuotaCounter``)."""
+@dataclass
+class InFlight:
+    """A turn this process is running: its message's digest, and a future that gets its
+    response (None when it ended without one)."""
 
-    def __init__(self, sessions: sessionmaker[Session]) -> None:
-        self._sessions = sessions
+    digest: str
+    future: asyncio.Future[dict[str, Any] | None]
+    turn_id: int | None = None  # its row, once claimed (its lease is renewed meanwhile)
 
-    async def today(self, device_id: str | None) -> tuple[int, int]:
-        def count() -> tuple[int, int]:
-            with self._sessions() as session:
-                return repository.quota_counts(session, device_id)
 
-        return await asyncio.to_thread(count)
+@dataclass
+class Outage:
+    """What stands in for the database while it is away, in this process.
+
+    ``answered``: turns answered and spooled but not yet replayed (key -> digest, response), so
+    that a retry replays them. Quotas go on from the last counts the database gave for each
+    device, plus what was admitted since.
+    """
+
+    answered: dict[repository.TurnKey, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    known_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    admitted: dict[str, int] = field(default_factory=dict)
+    day: date | None = None
+
+    def counts(self, device_id: str) -> tuple[int, int]:
+        """Quota counts for a turn admitted without the database (and count it)."""
+        today = datetime.now(UTC).date()
+        if self.day != today:
+            self.day, self.admitted, self.known_counts = today, {}, {}
+        mine, everyone = self.known_counts.get(device_id, (0, 0))
+        before = (mine + self.admitted.get(device_id, 0), everyone + self.admitted.get("*", 0))
+        self.admitted[device_id] = self.admitted.get(device_id, 0) + 1
+        self.admitted["*"] = self.admitted.get("*", 0) + 1
+        return before
 
 
 @dataclass
@@ -63,7 +91,11 @@ class Services:
     provider: Provider
     assistant: Assistant
     metrics: Metrics
-    in_flight: dict[tuple[str, str], asyncio.Future[None]] = field(default_factory=dict)
+    tags: Tags
+    spool: Spool
+    tokens: TokenCache
+    in_flight: dict[repository.TurnKey, InFlight] = field(default_factory=dict)
+    outage: Outage = field(default_factory=Outage)
     model_health: Health | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     # Detection runs off the event loop, in threads of its own: it never queues behind
@@ -80,6 +112,7 @@ class Services:
     def build(cls, settings: Settings, provider: Provider | None = None) -> Services:
         engine = make_engine(settings.database_url)
         sessions = make_session_factory(engine)
+        secret = cache_secret(settings.data_dir)
         store = DirectoryStore()
         chosen = provider or build_provider(settings.provider, settings.budgets)
         slots = Slots(
@@ -96,9 +129,8 @@ class Services:
             ),
             slots=slots,
             quotas=Quotas(settings.admission.quota_per_device, settings.admission.quota_global),
-            quota_counter=_StoredQuota(sessions),
             options=ChatOptions(num_predict=settings.budgets.num_predict),
-            harness=_harness(settings, sessions),
+            harness=_harness(settings, sessions, secret),
             style=settings.contact_style,
         )
         return cls(
@@ -109,6 +141,9 @@ class Services:
             provider=chosen,
             assistant=assistant,
             metrics=Metrics(queue_depth=lambda: slots.waiting),
+            tags=Tags(secret),
+            spool=Spool(settings.data_dir / "spool", secret, settings.spool_max_bytes),
+            tokens=TokenCache(settings.token_cache_max_age_s),
         )
 
     async def start(self) -> None:
@@ -123,6 +158,8 @@ class Services:
             )
         )
         self._tasks.append(asyncio.create_task(self._watch_model()))
+        await self.maintain()  # a spool left by a crash goes in before the first request
+        self._tasks.append(asyncio.create_task(self._maintenance()))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -136,6 +173,86 @@ class Services:
         self.assistant.harness.audit.close()
         self.engine.dispose()
         self._detector.shutdown(wait=False)
+
+    async def _maintenance(self) -> None:
+        """Replay the spool and recover abandoned turns when the database answers; re-check
+        the cached tokens. Every ``spool_replay_s`` seconds; never raises."""
+        last_refresh = 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.settings.spool_replay_s)
+            await self.maintain()
+            if loop.time() - last_refresh >= self.settings.token_refresh_s:
+                last_refresh = loop.time()
+                await self.refresh_tokens()
+
+    async def maintain(self) -> None:
+        """One round: renew the leases of the turns running here, replay what the spool
+        holds, and mark failed the turns left running past their lease (by a crash or an
+        outage), so that their retries take them over at once. Never raises."""
+        running = [f.turn_id for f in self.in_flight.values() if f.turn_id is not None]
+
+        def round_trip() -> tuple[int, int]:
+            if running:
+                self._call(repository.renew_leases, running, self.settings.turn_lease_s)
+            replayed = self.spool.replay(self.restore) if self.spool.size() else 0
+            return replayed, self._call(repository.recover_turns)
+
+        try:
+            replayed, recovered = await asyncio.to_thread(round_trip)
+        except Exception as exc:
+            if self.spool.size():
+                log.warning("database still unavailable", extra={"error": type(exc).__name__})
+            return
+        if replayed:
+            log.info("spooled turns stored", extra={"turns": replayed})
+        if recovered:
+            log.warning("turns left running marked failed", extra={"turns": recovered})
+
+    def _call(self, function: Any, *args: Any) -> Any:
+        with self.sessions() as session:
+            return function(session, *args)
+
+    def restore(self, records: list[dict[str, Any]]) -> None:
+        """Write spooled turns into the database in one transaction, in order."""
+        with self.sessions() as session:
+            for record in records:
+                key = repository.TurnKey(**record["key"])
+                repository.restore_turn(session, key, record["turn"])
+                if record.get("admitted"):
+                    repository.count_usage(session, record["day"], key.device_id, 1)
+            session.commit()
+        for record in records:
+            self.outage.answered.pop(repository.TurnKey(**record["key"]), None)
+
+    def spooled(self, key: repository.TurnKey, digest: str, record: dict[str, Any]) -> bool:
+        """Keep a turn answered without the database: spooled, and remembered for retries."""
+        try:
+            kept = self.spool.append(record)
+        except OSError as exc:
+            log.error("could not spool a turn", extra={"error": type(exc).__name__})
+            kept = False
+        if not kept:
+            log.error("spool full or unwritable: a turn is answered but not kept")
+            self.metrics.spool_lost.inc()
+        self.outage.answered[key] = (digest, record["turn"]["response"])
+        return kept
+
+    def forget_conversation(self, device_id: str, conversation_id: str) -> None:
+        """An erasure: nothing of the conversation stays in memory for retries to replay."""
+        for key in [k for k in self.outage.answered if k.device_id == device_id]:
+            if key.conversation_id == conversation_id:
+                del self.outage.answered[key]
+
+    async def refresh_tokens(self) -> None:
+        keys = self.tokens.keys()
+        if not keys:
+            return
+        try:
+            valid = await asyncio.to_thread(self._call, repository.valid_devices, keys)
+        except Exception:
+            return  # entries age out on their own while the database is away
+        self.tokens.refreshed(keys, valid)
 
     async def _watch_model(self) -> None:
         """Warm the model up once, then check its health periodically (metrics, /readyz)."""
@@ -177,18 +294,15 @@ class Services:
             return False
 
 
-def _harness(settings: Settings, sessions: sessionmaker[Session]) -> Harness:
-    data = settings.data_dir
+def _harness(settings: Settings, sessions: sessionmaker[Session], secret: bytes) -> Harness:
     cache = None
     if settings.cache_ttl_s > 0:
         try:
-            cache = AnswerCache(SqlCacheStore(sessions), cache_secret(data), settings.cache_ttl_s)
+            cache = AnswerCache(SqlCacheStore(sessions), secret, settings.cache_ttl_s)
         except OSError as exc:  # no writable data dir: no cache rather than no service
             log.warning("answer cache disabled", extra={"error": type(exc).__name__})
     try:
-        audit = AuditLog(
-            data / "audit" / "audit.jsonl", settings.audit_max_bytes, settings.audit_backups
-        )
+        audit = AuditLog(settings.audit_path, settings.audit_max_bytes, settings.audit_backups)
     except OSError as exc:
         log.warning("audit log unavailable", extra={"error": type(exc).__name__})
         audit = AuditLog(None)

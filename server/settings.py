@@ -51,7 +51,15 @@ class Settings(BaseSettings):
     history_turns: int = Field(default=6, ge=0, le=50)
     contact_style: Literal["inline", "name"] = "inline"
     heartbeat_s: float = Field(default=10.0, gt=0)
-    retry_wait_s: float = Field(default=150.0, gt=0)  # a retry waits this long for its first try
+    # A retry waits at most this long for its first try (and never past the first's lease).
+    retry_wait_s: float = Field(default=150.0, gt=0)
+    # A running turn's row is ours for this long, renewed every spool_replay_s: a retry of a
+    # turn whose process crashed takes it over once the lease runs out.
+    turn_lease_s: float = Field(default=15.0, ge=5.0)
+    spool_max_bytes: int = Field(default=50_000_000, ge=10_000)  # turns kept during an outage
+    spool_replay_s: float = Field(default=2.0, gt=0)  # how often the spool is replayed
+    token_refresh_s: float = Field(default=10.0, gt=0)  # cached tokens re-checked this often
+    token_cache_max_age_s: float = Field(default=60.0, gt=0)  # accepted without the database
     directory_reload_s: float = Field(default=30.0, gt=0)
     health_interval_s: float = Field(default=30.0, gt=0)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -63,6 +71,10 @@ class Settings(BaseSettings):
     audit_max_bytes: int = Field(default=10_000_000, ge=10_000)
     audit_backups: int = Field(default=5, ge=0)
     create_first_token: bool = True  # the first `serve` with no device creates and prints one
+
+    @property
+    def audit_path(self) -> Path:
+        return self.data_dir / "audit" / "audit.jsonl"
 
     @classmethod
     def settings_customise_sources(

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from server.errors import error_response
 from server.turns import Event
 
 __all__ = ["HEARTBEAT", "ClosingStreamingResponse", "encode", "sse_stream"]
@@ -22,7 +23,11 @@ _CLEANUP_S = 10.0
 
 
 def encode(kind: str, payload: Any) -> bytes:
-    if isinstance(payload, BaseModel):
+    if kind == "error":  # a Refusal: the same body as the JSON error response
+        data = bytes(
+            error_response(payload.status, payload.code, safety=payload.safety).body
+        ).decode()
+    elif isinstance(payload, BaseModel):
         data = payload.model_dump_json()
     else:
         data = json.dumps({"text": payload} if kind == "delta" else payload, ensure_ascii=False)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from server.deps import DeviceId, ServicesDep
-from server.errors import ApiError
+from server.errors import ApiError, error_response
 from server.schemas import ChatRequest, ChatResponse, ErrorBody
 from server.sse import ClosingStreamingResponse, sse_stream
 from server.turns import run_chat
@@ -20,6 +20,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for status, description in (
         (400, "Malformed JSON or invalid UTF-8"),
         (401, "Missing, unknown or revoked token"),
+        (
+            409,
+            "idempotency_conflict: this client_message_id was already used in this "
+            "conversation for another message. The body carries the new message's `safety` "
+            "card all the same; send it again with a new id.",
+        ),
         (413, "Body too large"),
         (422, "Invalid fields: empty, too long, control characters..."),
     )
@@ -29,7 +35,9 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
         "model": ChatResponse,
         "description": "The answer as JSON, or with `Accept: text/event-stream` the events "
         '`safety` (category, rules, card), `delta`* ({"text"}) and `done` (this object), '
-        "with `: heartbeat` comments during long waits. `done` always comes last.",
+        "with `: heartbeat` comments during long waits. `done` comes last; a request "
+        "refused after detection (idempotency_conflict) ends instead with an `error` event "
+        '({"error": {...}}, as the 409 body, card included).',
         "content": {"text/event-stream": {}},
     }
 }
@@ -51,4 +59,6 @@ async def chat(body: ChatRequest, request: Request, device: DeviceId, services: 
     async for kind, payload in events:
         if kind == "done":
             return JSONResponse(payload.model_dump(mode="json"))
+        if kind == "error":
+            return error_response(payload.status, payload.code, safety=payload.safety)
     raise RuntimeError("a turn ended without its done event")  # pragma: no cover

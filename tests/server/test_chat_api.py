@@ -179,8 +179,8 @@ def test_heartbeats_while_the_model_is_slow(database_url: str, fake_ollama: Fake
     assert kinds[-1] == "done"
 
 
-def test_database_unreachable_still_answers_with_card_and_fallback(
-    client: TestClient, token: str
+def test_database_unreachable_still_answers_with_the_card_and_the_model(
+    client: TestClient, token: str, fake_ollama: FakeOllama
 ) -> None:
     ok = client.post("/v1/chat", json=chat_body("bonjour", "m-before"), headers=auth(token))
     assert ok.status_code == 200  # the token is now known to this process
@@ -189,10 +189,12 @@ def test_database_unreachable_still_answers_with_card_and_fallback(
 
     dead = make_engine(unused_port_url().replace("http://", "postgresql+psycopg://u@") + "/none")
     services.sessions = make_session_factory(dead)
+    fake_ollama.enqueue(Behaviour.normal("Sortez sans toucher aux interrupteurs. [[pompiers]]"))
     answer = client.post("/v1/chat", json=chat_body(GAS, "m-dead-db"), headers=auth(token))
     assert answer.status_code == 200
     body = answer.json()
     assert body["safety"]["category"] == "danger"
     assert body["safety"]["card"]
-    assert body["source"] == "fallback"
-    assert body["text"].endswith(EMERGENCY_LINE)
+    assert body["source"] == "llm"  # the model is still called, the turn spooled
+    assert "Sapeurs-pompiers (18)" in body["text"]
+    assert services.spool.size() > 0
