@@ -1,16 +1,20 @@
 """A validated cache of answers: reused only while they still pass the checks.
 
-Key: the pseudonymised request (the payload as it would be sent), the model and the prompt
-hash. An entry carries an HMAC of its key and answer under a secret local to the deployment,
-so an entry edited in the database is recognised as tampered and regenerated; an entry older
-than the TTL is stale; and every read revalidates the answer against the current contract and
-directory (a contact removed since makes it invalid). Only answers that passed validation and
-came from the model are stored.
+Key: the device (its keyed hash: an answer is never shown to another device), the
+pseudonymised request (the payload as it would be sent, history included, so the
+conversation's context is in it), the model and the prompt hash. Each entry is tagged with
+the conversation it came from, so that erasing that conversation deletes it. An entry carries
+an HMAC of its key and answer under a secret local to the deployment, so an entry edited in
+the database is recognised as tampered and regenerated; an entry older than the TTL is stale;
+and every read revalidates the answer against the current contract and directory (a contact
+removed since makes it invalid). Only answers that passed validation and came from the model
+are stored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import time
@@ -29,6 +33,7 @@ class CacheEntry:
     prompt_hash: str
     created_at: float  # seconds since the epoch
     mac: str
+    conversation: str = ""  # keyed hash of the conversation the answer came from
 
 
 class CacheStore(Protocol):
@@ -39,9 +44,10 @@ class CacheStore(Protocol):
     def delete(self, key: str) -> None: ...
 
 
-def cache_key(serialized_payload: str, model: str, prompt_hash: str) -> str:
+def cache_key(serialized_payload: str, model: str, prompt_hash: str, scope: str) -> str:
+    """The entry's key; ``scope`` is the device's keyed hash (never empty in the server)."""
     digest = hashlib.sha256()
-    for part in (model, prompt_hash, serialized_payload):
+    for part in (scope, model, prompt_hash, serialized_payload):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
     return digest.hexdigest()
@@ -66,10 +72,9 @@ class AnswerCache:
         self._ttl_s = ttl_s
         self._clock = clock
 
-    def _mac(self, key: str, answer: str, model: str, prompt_hash: str, created_at: float) -> str:
-        message = "\0".join((key, answer, model, prompt_hash, f"{created_at:.6f}")).encode(
-            "utf-8", "surrogatepass"
-        )
+    def _mac(self, entry: CacheEntry) -> str:
+        parts = (entry.key, entry.answer, entry.model, entry.prompt_hash, entry.conversation)
+        message = "\0".join((*parts, f"{entry.created_at:.6f}")).encode("utf-8", "surrogatepass")
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
     def lookup(self, key: str, revalidate: Callable[[str], list[str]]) -> Lookup:
@@ -86,10 +91,7 @@ class AnswerCache:
         entry = store.get(key)
         if entry is None:
             return Lookup(None, "miss")
-        expected = self._mac(
-            entry.key, entry.answer, entry.model, entry.prompt_hash, entry.created_at
-        )
-        if entry.key != key or not hmac.compare_digest(expected, entry.mac):
+        if entry.key != key or not hmac.compare_digest(self._mac(entry), entry.mac):
             store.delete(key)
             return Lookup(None, "tampered")
         if self._clock() - entry.created_at > self._ttl_s:
@@ -100,10 +102,12 @@ class AnswerCache:
             return Lookup(None, "invalid")
         return Lookup(entry, "hit")
 
-    def store(self, key: str, answer: str, model: str, prompt_hash: str) -> None:
+    def store(
+        self, key: str, answer: str, model: str, prompt_hash: str, conversation: str = ""
+    ) -> None:
         if self._store is None or self._ttl_s <= 0:
             return
-        created = self._clock()
-        mac = self._mac(key, answer, model, prompt_hash, created)
+        entry = CacheEntry(key, answer, model, prompt_hash, self._clock(), "", conversation)
+        entry = dataclasses.replace(entry, mac=self._mac(entry))
         with contextlib.suppress(Exception):  # an answer not cached is only a later miss
-            self._store.put(CacheEntry(key, answer, model, prompt_hash, created, mac))
+            self._store.put(entry)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from safety.masking import MASK, mask_numbers
 
-__all__ = ["PseudonymizeConfig", "Pseudonymizer"]
+__all__ = ["PseudonymizeConfig", "Pseudonymizer", "placeholders"]
 
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _NAME = rf"[{_UPPER}][\w'’-]+(?:[ -][{_UPPER}][\w'’-]+)?"
@@ -47,6 +47,14 @@ _ROLE = re.compile(
     r"propriétaire|proprietaire|proprio|bailleur|concierge|colocataire|locataire|syndic|"
     rf"copropriétaire|agent)\s+(?i:du \w+ |d'en face |d'à côté )?({_NAME})"
 )
+
+
+_PLACEHOLDER = re.compile(r"PERS-\d+|\[[a-zéè]+-\d+\]")
+
+
+def placeholders(text: str) -> list[str]:
+    """The placeholder tokens in ``text`` (``PERS-1``, ``[adresse-2]``…), in order."""
+    return _PLACEHOLDER.findall(text)
 
 
 class PseudonymizeConfig(BaseModel):
@@ -138,7 +146,7 @@ class Pseudonymizer:
                 return token
             return MASK if token.startswith("[téléphone") else original
 
-        return re.sub(r"PERS-\d+|\[[a-zéè]+-\d+\]", swap, text)
+        return _PLACEHOLDER.sub(swap, text)
 
     @property
     def originals(self) -> tuple[str, ...]:
