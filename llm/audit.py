@@ -1,51 +1,130 @@
 """The audit log: one JSON line per model call, from which any answer can be explained.
 
-A file with rotation rather than a table: it is append-only by nature, survives a database
-that is down (when fallbacks answer and the reason matters most), is never touched by the
-retention purge or an erasure (it holds no raw identifier to erase: only the pseudonymised
-payload), and ``nuisances doctor`` and ``jq`` read it directly.
+A file with rotation rather than a table: it is append-only by nature and survives a database
+that is down (when fallbacks answer and the reason matters most); ``nuisances doctor`` and
+``jq`` read it directly.
 
-Each line: time, request id, provider and model, the flow decision with its reasons, the
-pseudonymised payload, the answer (pseudonymised again, numbers masked), the validation
-errors, the leak scan's kinds and counts, status, source, timings, and the error. Never an API
-key, a bearer token, or a raw identifier: what is written is built from pseudonymised text.
+Each line: time, request id, provider and model, keyed hashes of the device and the
+conversation (never the ids themselves), the flow decision with its reasons, the payload
+pseudonymised then scrubbed by the audit's own scan (``llm.audit_scrub``), the answer treated
+the same way, lengths, validation errors, the scans' kinds and counts, status, source,
+timings, and the error. Never an API key, a bearer token, a raw identifier or raw text.
+
+Erasure reaches it: ``erase(conversation_tag)`` rewrites the files without that
+conversation's lines, and ``purge(before)`` drops lines older than the retention. Files are
+created readable by their owner only (0600).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import logging
-import logging.handlers
+import os
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 __all__ = ["AuditLog"]
 
+_MODE = 0o600
+
 
 class AuditLog:
     def __init__(self, path: Path | None, max_bytes: int = 10_000_000, backups: int = 5) -> None:
         self.path = path
+        self.max_bytes = max_bytes
+        self.backups = backups
         self._lock = threading.Lock()
-        self._handler: logging.handlers.RotatingFileHandler | None = None
+        self._fd: int | None = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._handler = logging.handlers.RotatingFileHandler(
-                path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-            )
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._fd = self._open()
+
+    def _open(self) -> int:
+        assert self.path is not None  # noqa: S101 - only called with a path
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _MODE)
+        os.fchmod(fd, _MODE)
+        return fd
+
+    def files(self) -> list[Path]:
+        """The current file and its backups, newest first (those that exist)."""
+        if self.path is None:
+            return []
+        names = [self.path, *(Path(f"{self.path}.{n}") for n in range(1, self.backups + 1))]
+        return [name for name in names if name.exists()]
 
     def record(self, entry: dict[str, Any]) -> None:
-        if self._handler is None:
+        if self._fd is None:
             return
         line = json.dumps(
             {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **entry},
             ensure_ascii=False,
             default=str,
         )
-        record = logging.LogRecord("audit", logging.INFO, __file__, 0, line, None, None)
+        data = (line + "\n").encode("utf-8", "replace")
         with self._lock:
-            self._handler.emit(record)
+            if self._fd is None:
+                return
+            if os.fstat(self._fd).st_size + len(data) > self.max_bytes:
+                self._rotate()
+            os.write(self._fd, data)
+
+    def _rotate(self) -> None:
+        assert self.path is not None  # noqa: S101 - only called with a path
+        assert self._fd is not None  # noqa: S101
+        os.close(self._fd)
+        if self.backups > 0:
+            for number in range(self.backups - 1, 0, -1):
+                older = Path(f"{self.path}.{number}")
+                if older.exists():
+                    os.replace(older, f"{self.path}.{number + 1}")
+            os.replace(self.path, f"{self.path}.1")
+        else:
+            self.path.unlink(missing_ok=True)
+        self._fd = self._open()
+
+    def _rewrite(self, keep: Callable[[dict[str, Any]], bool]) -> int:
+        """Rewrite every file with the lines ``keep`` accepts; the number of lines dropped.
+        Each file is replaced atomically (a new file, fsync'd, renamed over the old one)."""
+        dropped = 0
+        with self._lock:
+            for path in self.files():
+                kept: list[str] = []
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                for line in lines:
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        entry = None
+                    if isinstance(entry, dict) and not keep(entry):
+                        dropped += 1
+                    else:
+                        kept.append(line)
+                if len(kept) == len(lines):
+                    continue
+                temporary = path.with_name(path.name + ".tmp")
+                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _MODE)
+                try:
+                    os.write(fd, "".join(f"{line}\n" for line in kept).encode("utf-8"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(temporary, path)
+                if path == self.path and self._fd is not None:
+                    os.close(self._fd)
+                    self._fd = self._open()
+        return dropped
+
+    def erase(self, conversation_tag: str) -> int:
+        """Drop every line of one conversation (its keyed hash); the number dropped."""
+        return self._rewrite(lambda entry: entry.get("conversation") != conversation_tag)
+
+    def purge(self, before: datetime) -> int:
+        """Drop every line older than ``before`` (the retention); the number dropped."""
+        cutoff = before.astimezone(UTC).isoformat(timespec="milliseconds")
+        return self._rewrite(lambda entry: str(entry.get("time", "")) >= cutoff)
 
     def last(self, count: int = 1) -> list[dict[str, Any]]:
         """The last ``count`` entries of the current file (for ``nuisances doctor``)."""
@@ -55,5 +134,8 @@ class AuditLog:
         return [json.loads(line) for line in lines if line.strip()]
 
     def close(self) -> None:
-        if self._handler is not None:
-            self._handler.close()
+        with self._lock:
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None

@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from llm.admission import QuotaCounter, Quotas, Slots
 from llm.audit import AuditLog
+from llm.audit_scrub import scrub
 from llm.cache import AnswerCache, cache_key
 from llm.config import Budgets
 from llm.errors import ModelError
@@ -40,7 +41,7 @@ from llm.policy import Decision, PolicyConfig, decide
 from llm.prompting import PromptContact, build_payload
 from llm.providers.base import Provider
 from llm.providers.none import NoProvider
-from llm.pseudonymize import PseudonymizeConfig, Pseudonymizer
+from llm.pseudonymize import PseudonymizeConfig, Pseudonymizer, placeholders
 from llm.texts import prompt_hash
 from llm.types import ChatOptions, Message
 from llm.validate import OutputContract, validate
@@ -104,6 +105,9 @@ class TurnRequest:
     history: Sequence[Message] = ()
     request_id: str | None = None
     quota_counts: tuple[int, int] | None = None  # counted by the caller already, if given
+    # Keyed hashes the server computes (never the raw ids): "device" scopes the answer cache,
+    # "conversation" tags cache entries and audit lines so that an erasure finds them.
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -179,24 +183,52 @@ class _Turn:
         )
 
     def audit(self, **fields: Any) -> None:
+        """One audit line: pseudonymised text, scrubbed again by the audit's own scan."""
         config = self.assistant.provider.config
+        scrubbed: dict[str, int] = {}
         entry: dict[str, Any] = {
             "request_id": self.request.request_id,
+            "device": self.request.tags.get("device"),
+            "conversation": self.request.tags.get("conversation"),
+            "message_chars": len(self.request.text),
             "provider": config.name,
             "provider_type": config.type,
             "model": config.model,
             "prompt_hash": prompt_hash(),
             "category": self.request.category,
+            "topics": list(self.request.topics),
             "decision": self.decision.audit() if self.decision else None,
-            "payload": [m.as_dict() for m in self.audit_payload().messages()]
-            if self.raw_payload
-            else None,
+            "payload": self._audit_elements(scrubbed) if self.raw_payload else None,
         }
         entry.update(fields)
         if "answer" in entry and isinstance(entry["answer"], str):
             # What the model wrote may echo what it was told: the same tokens, numbers masked.
-            entry["answer"] = mask_numbers(self.pseudo.pseudonymize(entry["answer"])).text
+            answer = mask_numbers(self.pseudo.pseudonymize(entry["answer"])).text
+            entry["answer_chars"] = len(entry["answer"])
+            entry["answer"] = _scrubbed(answer, scrubbed)
+        entry["scrubbed"] = scrubbed
         self.assistant.harness.audit.record(entry)
+
+    def _audit_elements(self, scrubbed: dict[str, int]) -> list[dict[str, Any]]:
+        """The payload's elements; what people wrote (user text, history) pseudonymised with
+        every kind on, whatever the deployment sends, then scrubbed; the rest as sent."""
+        assert self.raw_payload is not None  # noqa: S101 - checked by the caller
+        pseudo = _audit_pseudonymizer(self.pseudo)
+        elements = []
+        for element in self.raw_payload.elements:
+            content = element.content
+            if element.data_class in ("user_text", "pseudonym"):
+                content = _scrubbed(pseudo.pseudonymize(content), scrubbed)
+            elements.append(
+                {
+                    "name": element.name,
+                    "role": element.role,
+                    "class": element.data_class,
+                    "chars": len(element.content),
+                    "content": content,
+                }
+            )
+        return elements
 
     def audit_payload(self) -> Payload:
         """The payload pseudonymised (what the audit log and the cache key see), computed
@@ -210,6 +242,32 @@ class _Turn:
         return self.assistant.book().get(contact_id) is not None
 
 
+def _audit_pseudonymizer(pseudo: Pseudonymizer) -> Pseudonymizer:
+    """The turn's mapping (same tokens as the cache key and the answer), every kind on."""
+    if pseudo.config == PseudonymizeConfig():
+        return pseudo
+    return Pseudonymizer(PseudonymizeConfig(), dict(pseudo.forward), dict(pseudo.reverse))
+
+
+def _scrubbed(text: str, found: dict[str, int]) -> str:
+    clean, kinds = scrub(text)
+    for kind, count in kinds.items():
+        found[kind] = found.get(kind, 0) + count
+    return clean
+
+
+def _placeholder_errors(answer: str, pseudo: Pseudonymizer) -> list[str]:
+    """A placeholder the request did not give (an invented ``PERS-2``, a ``[téléphone-1]``
+    from nowhere) would reach the person as is: the answer is invalid."""
+    unknown = [token for token in placeholders(answer) if token not in pseudo.reverse]
+    if not unknown:
+        return []
+    return [
+        "La réponse contient des identifiants de remplacement qui ne correspondent à rien "
+        f"({', '.join(sorted(set(unknown)))}) : écris sans eux."
+    ]
+
+
 def _pseudonymised(payload: Payload, pseudo: Pseudonymizer) -> Payload:
     return payload.with_contents(
         [
@@ -217,6 +275,12 @@ def _pseudonymised(payload: Payload, pseudo: Pseudonymizer) -> Payload:
             for e in payload.elements
         ]
     )
+
+
+def _errors(answer: str, turn: _Turn) -> list[str]:
+    """The contract's errors, and placeholders this request cannot put words back into."""
+    contract = turn.assistant.harness.contract
+    return validate(answer, turn.known_contact, contract) + _placeholder_errors(answer, turn.pseudo)
 
 
 def _post_process(text: str, turn: _Turn) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
@@ -280,11 +344,10 @@ async def _run(turn: _Turn) -> AsyncGenerator[Delta | TurnResult, None]:
 
     model = assistant.provider.config.model
     cache = harness.cache
-    key = cache_key(turn.audit_payload().serialized(), model, prompt_hash()) if cache else ""
+    scope = request.tags.get("device", request.device_id or "")
+    key = cache_key(turn.audit_payload().serialized(), model, prompt_hash(), scope) if cache else ""
     if cache is not None:
-        found = cache.lookup(
-            key, lambda answer: validate(answer, turn.known_contact, harness.contract)
-        )
+        found = cache.lookup(key, lambda answer: _errors(answer, turn))
         if found.entry is not None:
             text, contacts, unknown = _post_process(
                 turn.pseudo.reidentify(found.entry.answer), turn
@@ -325,7 +388,7 @@ async def _generate(
             if streaming and (tail := renderer.feed(masker.close()) + renderer.close()):
                 turn.sent.append(tail)
                 yield Delta(tail)
-            errors = validate(first.raw, turn.known_contact, harness.contract)
+            errors = _errors(first.raw, turn)
             turn.audit(
                 attempt=1,
                 answer=first.raw,
@@ -347,9 +410,17 @@ async def _generate(
         yield turn.fallback("invalid_output")
         return
 
-    if harness.cache is not None and key:
+    cached = turn.pseudo.pseudonymize(final.raw) if harness.cache is not None and key else ""
+    # Only an answer whose placeholders all stand for words of the request can be reused: a
+    # name the model brought in would become a token no later request can put words back in.
+    if cached and set(placeholders(cached)) <= set(placeholders(turn.audit_payload().serialized())):
+        assert harness.cache is not None  # noqa: S101 - checked with ``cached``
         harness.cache.store(
-            key, turn.pseudo.pseudonymize(final.raw), assistant.provider.config.model, prompt_hash()
+            key,
+            cached,
+            assistant.provider.config.model,
+            prompt_hash(),
+            turn.request.tags.get("conversation", ""),
         )
     if streaming and final is first:
         text = "".join(turn.sent)
@@ -402,7 +473,7 @@ async def _retry(
     except ModelError as error:
         turn.audit(attempt=2, answer=second.raw, status=error.status, error=error.audit())
         return None
-    again = validate(second.raw, turn.known_contact, assistant.harness.contract)
+    again = _errors(second.raw, turn)
     turn.audit(
         attempt=2,
         answer=second.raw,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from sqlalchemy.orm import Session, sessionmaker
 
+from llm.audit import AuditLog
 from server.db import repository
 from server.db.migrate import upgrade
 from server.db.session import make_engine, make_session_factory
@@ -88,12 +89,21 @@ def _age(text: str) -> timedelta:
 def db_purge(
     older_than: Annotated[str, typer.Option("--older-than", help="e.g. 30d, 12h.")] = "30d",
 ) -> None:
-    """Delete turns older than the given age, and conversations left empty."""
+    """Delete turns, cached answers and audit lines older than the given age, and
+    conversations left empty (the retention: run it daily, e.g. from cron)."""
     age = _age(older_than)
-    with _sessions(_settings())() as session:
+    settings = _settings()
+    with _sessions(settings)() as session:
         turns, conversations = repository.purge_older_than(session, age)
+        repository.compact(session)
+    audit = AuditLog(settings.audit_path, settings.audit_max_bytes, settings.audit_backups)
+    try:
+        lines = audit.purge(datetime.now(UTC) - age)
+    finally:
+        audit.close()
     console.print(
-        f"deleted {turns} turns and {conversations} conversations older than {older_than}"
+        f"deleted {turns} turns, {conversations} conversations and {lines} audit lines "
+        f"older than {older_than}"
     )
 
 

@@ -1,7 +1,11 @@
-"""Engines and sessions. SQLite gets foreign keys and a busy timeout; its folder is created."""
+"""Engines and sessions. SQLite gets foreign keys, a busy timeout, and erasure that erases:
+``secure_delete`` zeroes freed content, ``journal_size_limit`` keeps the write-ahead log from
+holding old pages indefinitely (``repository.compact`` truncates it after an erasure). Its
+folder is created, and the database file is created readable by its owner only."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,10 @@ def make_engine(database_url: str, **options: Any) -> Engine:
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
-            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+            path = Path(url.database)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # SQLite gives its -wal and -shm files the database file's mode.
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         engine = create_engine(url, connect_args={"timeout": 15}, **options)
 
         @event.listens_for(engine, "connect")
@@ -27,6 +34,8 @@ def make_engine(database_url: str, **options: Any) -> Engine:
             # In WAL mode NORMAL is safe against corruption and commits without an fsync each
             # (a power cut may lose the last turns, not the database).
             cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA secure_delete=ON")
+            cursor.execute("PRAGMA journal_size_limit=1048576")
             cursor.close()
 
         return engine

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Path, Response
+from sqlalchemy.exc import SQLAlchemyError
 
 from server.db import repository
 from server.deps import DeviceId, ServicesDep
@@ -38,7 +39,10 @@ async def read(
                 for t in turns
             ]
 
-    turns = await asyncio.to_thread(load)
+    try:
+        turns = await asyncio.to_thread(load)
+    except SQLAlchemyError as exc:
+        raise ApiError(503, "storage_unavailable") from exc
     if turns is None:
         raise ApiError(404, "not_found")
     return {"conversation_id": conversation_id, "turns": turns}
@@ -46,12 +50,25 @@ async def read(
 
 @router.delete("/conversations/{conversation_id}", status_code=204)
 async def erase(conversation_id: str = _ID, *, device: DeviceId, services: ServicesDep) -> Response:
-    """Erase the conversation and everything stored of it."""
+    """Erase the conversation and everything kept of it: its turns, the answers cached from
+    it, its lines in the audit log; on SQLite the write-ahead log is truncated after. Turns
+    still in the spool (answered during a database outage) are stored first, then erased."""
+    tag = services.tags.conversation(device, conversation_id)
 
     def delete() -> int:
+        if services.spool.size():
+            services.spool.replay(services.restore)
         with services.sessions() as session:
-            return repository.erase_conversation(session, device, conversation_id)
+            erased = repository.erase_conversation(session, device, conversation_id, tag)
+            repository.compact(session)
+            return erased
 
-    if await asyncio.to_thread(delete) == 0:
+    try:
+        erased = await asyncio.to_thread(delete)
+    except SQLAlchemyError as exc:
+        raise ApiError(503, "storage_unavailable") from exc
+    services.forget_conversation(device, conversation_id)
+    audit_lines = await asyncio.to_thread(services.assistant.harness.audit.erase, tag)
+    if erased == 0 and audit_lines == 0:
         raise ApiError(404, "not_found")
     return Response(status_code=204)

@@ -38,7 +38,7 @@ def test_tokens_create_list_revoke(env: Path) -> None:
 def test_db_purge_reports_what_it_deleted(env: Path) -> None:
     result = RUNNER.invoke(app, ["db", "purge", "--older-than", "30d"])
     assert result.exit_code == 0, result.output
-    assert "deleted 0 turns and 0 conversations" in result.output
+    assert "deleted 0 turns, 0 conversations and 0 audit lines older than 30d" in result.output
     assert RUNNER.invoke(app, ["db", "purge", "--older-than", "soon"]).exit_code != 0
 
 
