@@ -328,3 +328,14 @@ def test_lease_renewal_keeps_a_long_turn_ours(settings: Settings, token: str) ->
         assert turn.state == "running"
         assert repository._aware(turn.lease_until) > utcnow()  # type: ignore[operator]
     engine.dispose()
+
+
+def test_reads_and_erasures_without_the_database_say_so(client: TestClient, token: str) -> None:
+    assert _post(client, token, chat_body(CALM, "m-r", "conv-r")).status_code == 200
+    _dead_database(client)
+    for method in ("GET", "DELETE"):
+        response = client.request(method, "/v1/conversations/conv-r", headers=auth(token))
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        assert response.json()["error"]["code"] == "storage_unavailable"
+        assert "réessayez" in response.json()["error"]["message_fr"]
