@@ -7,6 +7,7 @@ the text; these properties check it on whole verdicts, for messages of every cat
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 
 from hypothesis import given, settings
@@ -37,13 +38,19 @@ def _insert_invisible(text: str, picks: list[int]) -> str:
 def _stretch(text: str, picks: list[int]) -> str:
     # Letters that stand alone: a stretched double letter ("terrrrre") folds to one ("tere"),
     # a known limit of normalisation, which the learned layer's n-grams cover but rules may not.
+    # Neighbours are compared without accents: the "é" of "fumée" stands beside an "e".
+    base = [_bare(c) for c in text]
     letters = [
         i
         for i, c in enumerate(text)
-        if c.isalpha() and text[i - 1 : i] != c and text[i + 1 : i + 2] != c
+        if c.isalpha() and base[i - 1 : i] != [base[i]] and base[i + 1 : i + 2] != [base[i]]
     ]
     chosen = {letters[p % len(letters)] for p in picks}
     return "".join(c * 4 if i in chosen else c for i, c in enumerate(text))
+
+
+def _bare(char: str) -> str:
+    return unicodedata.normalize("NFKD", char)[0].lower()
 
 
 def _full_width(text: str) -> str:
@@ -73,7 +80,8 @@ def test_an_evaded_message_gets_the_same_verdict(
     message: str, names: list[str], picks: list[int]
 ) -> None:
     evaded = message
-    for name in names:
+    # Stretching first: it reads the letters' neighbours, which the other transforms disguise.
+    for name in sorted(names, key=lambda name: name != "stretched letters"):
         evaded = TRANSFORMS[name](evaded, picks)
     original, other = detect(message), detect(evaded)
     assert other.category == original.category, (names, evaded)
