@@ -2,23 +2,31 @@
 
 Approach
 --------
-1. **Clusters.** ``_CLUSTER`` finds runs of number material in the original text: digit groups
-   in any script (full-width, Arabic-Indic, mathematical bold...), the letters O/o and l/I
-   inside or between digit groups, a leading ``+`` or ``(+``, and French numbers spelled in
-   words, joined by at most four separator characters (spaces of every width, zero-width
-   characters, line breaks, ``. , - / _ · •``, parentheses). Everything outside a cluster is
-   copied unchanged.
+1. **Clusters.** ``_CLUSTER`` finds runs of number material in the original text, read
+   structurally (``safety.masking_tokens``): digit groups in any form (every Unicode script,
+   emoji keycaps, circled, superscript and subscript digits, the letters O/o for 0 and l/I for
+   1), a leading ``+``, ``(+`` or ``(``, and numbers spelled in words (French, Belgian and
+   Swiss from 0 to 999, English), joined by glue: separators of every kind (spaces of every
+   width, zero-width characters, line breaks and quote markers, ``. , - / _ · • |``, markdown
+   emphasis, strike-through and code marks, HTML tags and space entities), a group hidden by
+   ``XX``/``xx``/``**``, or a word between groups ("puis", "et"). Everything outside a cluster
+   is copied unchanged.
 2. **Normalisation** (``safety.masking_tokens``). Each cluster becomes ASCII digits and simple
    punctuation, with a map from every normalised character back to the original text, so that
-   the library sees "06 12 34 56 78" where the model wrote "zéro six, douze, trente-quatre...".
-3. **Phone numbers** are found by ``phonenumbers.PhoneNumberMatcher`` (region FR, leniency
-   POSSIBLE), then by a window pass over the digit groups (two numbers glued by separators,
-   foreign national formats), each window checked with ``phonenumbers.is_possible_number``.
+   the library sees "06 12 34 56 78" where the model wrote "zéro six, douze, trente-quatre...",
+   and a hidden group stands for digits ("06 58 xx xx 14" is still a number).
+3. **Phone numbers** are found with each country's numbering metadata (``phonenumbers``):
+   ``PhoneNumberMatcher`` for France (leniency POSSIBLE), a window pass over the digit groups
+   checked with ``is_possible_number`` for France and, for runs with a trunk 0, for the
+   neighbours (Belgium, Switzerland, Germany, the United Kingdom...), the North American plan
+   for numbers without 0 or + (``Leniency.EXACT_GROUPING``: area code, exchange and grouping
+   as the plan writes them), and French numbers read out in pairs with commas.
 4. **Decisions by context** (``safety.masking_context``): dates are protected, references
-   presented as references (SIREN, n°, PV, dossier...) are kept, short service numbers
-   (3xxx, 10xx, 118xxx, 116xxx, checked with ``phonenumbers.shortnumberinfo``) are masked
-   only when presented as something to call, the numbers in ``allowed`` are kept unless they are
-   part of a longer number, and digits in a ``tel:`` link are always masked.
+   presented as references (SIREN, n°, PV, dossier...) are kept, a number of three to six
+   digits presented as something to call ("appelez le 911", "au 117", "SMS au 31177") is
+   masked unless it is in ``allowed`` (the national short numbers), a quantity ("le 120
+   décibels", "1 500 €", "192 000 habitants") or a postal code ("au 10000 Paris", "(69003)"),
+   and digits in a ``tel:`` link are always masked.
 
 Each masked number becomes ``[numéro masqué]``. A cluster's decision depends only on the
 cluster, the last ``LEFT_CONTEXT`` (48) characters of masked text before it and the
@@ -31,18 +39,19 @@ Streaming and the holdback bound
 ``StreamMasker`` runs the same loop over ``context + pending`` text, with the ``regex``
 module's partial matching: it emits at once all text where no cluster can start, and holds back
 from the start of a cluster that is not settled yet (the chunk ends inside it, or right after it
-where a separator and a partial token, or the rest of a compound like "vingt et un", could
-continue it), or whose plan needs the right context (a short service number presented as
+where glue and a partial token, or the rest of a compound like "vingt et un" or "huit cent",
+could continue it), or whose plan needs the right context (a short number presented as
 something to call). It keeps the last 48 emitted (masked) characters as left context, and the
 last original ones for the token boundaries, so each decision sees exactly what
 ``mask_numbers`` sees.
 
-The holdback after ``feed`` returns is at most ``MAX_HOLDBACK`` = 646 characters: a cluster has
-at most ``MAX_TOKENS`` (24) tokens of at most ``TOKEN_LENGTH`` (22) characters joined by
-separator runs of at most 4 (620), plus either a possible continuation (4 + 22) or the right
-context (24). In ordinary prose the holdback is a trailing partial word that could still be a
-spelled number ("di" of "dix"), or a cluster plus at most 24 characters after it; prose without
-numbers is emitted as soon as it is fed.
+The holdback after ``feed`` returns is at most ``MAX_HOLDBACK`` = 6,658 characters: a cluster
+has at most ``MAX_TOKENS`` (24) tokens of at most ``TOKEN_LENGTH`` (34) characters joined by
+glue of at most ``GLUE_LENGTH`` (242: six separators or tags, twice a hidden group or a word
+and six more), plus either a possible continuation or the right context. The bound is that of
+an adversarial text; in ordinary prose the holdback is a trailing partial word that could
+still be a spelled number ("di" of "dix"), or a cluster plus at most 24 characters after it;
+prose without numbers is emitted as soon as it is fed.
 """
 
 from __future__ import annotations
@@ -58,6 +67,7 @@ from safety.masking_phones import MASK, Plan, finish, plan_cluster
 from safety.masking_tokens import (
     CLUSTER_SOURCE,
     CONTINUATION_SOURCE,
+    GLUE_LENGTH,
     MAX_TOKENS,
     TOKEN_LENGTH,
 )
@@ -86,7 +96,7 @@ NATIONAL_NUMBERS: Final[frozenset[str]] = frozenset(
 )
 
 
-_GLUE_MAX = 4
+_GLUE_MAX = GLUE_LENGTH
 _LONGEST_CLUSTER = MAX_TOKENS * TOKEN_LENGTH + (MAX_TOKENS - 1) * _GLUE_MAX
 #: Upper bound of the text a ``StreamMasker`` holds back after ``feed`` returns.
 MAX_HOLDBACK: Final = _LONGEST_CLUSTER + max(_GLUE_MAX + TOKEN_LENGTH, RIGHT_CONTEXT)
@@ -96,8 +106,9 @@ _CONTINUATION = regex.compile(CONTINUATION_SOURCE, regex.IGNORECASE | regex.VERS
 _LINE_BREAK = regex.compile(r"[\n\r\u2028\u2029;]")
 # Spelled numbers that a longer spelling may continue, when they end a cluster.
 _EXTENSIBLE_WORD = regex.compile(
-    r"(?:dix|quatre|vingts?|trente|quarante|cinquante|soixante|septante|huitante|octante"
-    r"|nonante)$",
+    r"(?:un|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|vingts?|trente|quarante|cinquante"
+    r"|soixante|septante|huitante|octante|nonante|cents?|one|two|three|four|five|seven|eight"
+    r"|nine|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred)$",
     regex.IGNORECASE,
 )
 

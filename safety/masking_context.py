@@ -63,6 +63,17 @@ CALL_CUE = regex.compile(
     _FLAGS,
 )
 
+# A cue with a verb or a noun of calling right before the number ("appelez le", "SMS au",
+# "numéro :"), not an article alone: what a five-digit number needs to be masked, since a
+# postal code is also five digits ("au 10000 Paris", "(69003)").
+VERBAL_CALL_CUE = regex.compile(
+    rf"(?<![^\W_])(?:{_CALL_VERBS}|sms|texto|message|{_NUMBER_NOUN}|t[ée]l[ée]?(?:phone)?\.?)"
+    rf"\s*(?:(?:le|au|ce)\s+)?(?:{_NUMBER_NOUN}\s+)?:?\s*$",
+    _FLAGS,
+)
+#: A capitalised word after a five-digit number makes it a postal code with its town.
+TOWN_AFTER = regex.compile(r"^[\s\u00a0\u202f]*\p{Lu}")
+
 # "SOS Médecins : 3624", "- Pharmacie de garde : 3237" present a number to call; "Nombre de
 # plaintes : 3200" and "Code postal : 3000" do not.
 _COLON_LABEL = regex.compile(r"(?P<label>[^\n:;,.()]{1,40}?)\s*:\s*$", _FLAGS)
@@ -90,6 +101,7 @@ UNIT_AFTER = regex.compile(
     r"|plaintes?|mètres?|kilomètres?|litres?|kilos?|tonnes?|pages?|pièces?"
     r"|voitures?|véhicules?|foyers?|ménages?|exemplaires?|points?|voix|votes?"
     r"|rue|avenue|av\.|boulevard|bd|chemin|allée|place|impasse|quai|route|cours|bis|ter"
+    r"|(?:de\s+la|du|de\s+l['’]|des)\s+(?:rue|avenue|boulevard|route|place|allée|impasse|quai)"
     r"|janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre)"
     r"(?![^\W_]|['’]))",
     _FLAGS,

@@ -30,7 +30,9 @@ from safety.masking_context import (
     REFERENCE_LABEL,
     RIGHT_CONTEXT,
     TEL_LINK,
+    TOWN_AFTER,
     UNIT_AFTER,
+    VERBAL_CALL_CUE,
     is_call_cue,
 )
 from safety.masking_tokens import (
@@ -58,7 +60,8 @@ _MATCHER_MAX_DIGITS = 17
 
 
 def _tight(glue: str) -> bool:
-    return not any(char in glue for char in " ,()")
+    """Glue that makes two groups one figure: "100,00", "2024-3237", "100/1" (not "117, 118")."""
+    return bool(glue) and not any(char.isspace() or char in "()" for char in glue)
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,23 @@ def _possible(digits: str, international: bool) -> bool:
         return bool(phonenumbers.is_possible_number(number))
     except phonenumbers.NumberParseException:
         return False
+
+
+# Neighbours whose national numbers, written with their trunk 0, a model may give: their
+# numbering metadata decides whether a run of digits could be one of theirs.
+_NEIGHBOURS = ("BE", "CH", "LU", "MC", "DE", "GB", "IT", "ES", "PT", "NL", "AT")
+
+
+@lru_cache(maxsize=4096)
+def _possible_abroad(digits: str) -> bool:
+    """True when ``digits`` (with a trunk 0) could be a national number of a neighbour."""
+    for region in _NEIGHBOURS:
+        try:
+            if phonenumbers.is_possible_number(phonenumbers.parse(digits, region)):
+                return True
+        except phonenumbers.NumberParseException:
+            continue
+    return False
 
 
 @lru_cache(maxsize=4096)
@@ -180,6 +200,25 @@ class _ClusterPlanner:
             if not self._keeps(match.start, match.end, plus, digits):
                 self._mask(match.start, match.end)
 
+    def north_american(self) -> None:
+        """Numbers of the North American plan ("(514) 555-0162", "1 800 555-0172"): no 0 or
+        + to start them, so the French passes keep them. The plan's own metadata decides: a
+        valid area code and exchange, and digits grouped as the plan formats its numbers
+        (``Leniency.EXACT_GROUPING``: "2 345 678 901 €" is not grouped as a phone number)."""
+        view = self.norm.digits_view
+        try:
+            matches = list(PhoneNumberMatcher(view, "US", Leniency.EXACT_GROUPING, _MATCHER_TRIES))
+        except Exception:  # the library must never make masking fail
+            return
+        for match in matches:
+            digits = "".join(char for char in match.raw_string if char.isdigit())
+            covered = [g for g in self.groups if g.start < match.end and match.start < g.end]
+            if len(digits) < 10 or digits.startswith("0") or any(g.used for g in covered):
+                continue
+            self._use(match.start, match.end)
+            if not self._is_reference(match.start, match.end):
+                self._mask(match.start, match.end)
+
     def _keeps(self, start: int, end: int, plus: bool, digits: str) -> bool:
         """True when a number the library accepts is written as something other than a phone."""
         if plus:
@@ -209,6 +248,7 @@ class _ClusterPlanner:
         international = first.plus or first.digits.startswith("00")
         digits = ""
         best: int | None = None
+        abroad: int | None = None
         for last in range(index, len(self.groups)):
             group = self.groups[last]
             if last > index and (group.used or not self._crossable(self.groups[last - 1], group)):
@@ -220,11 +260,18 @@ class _ClusterPlanner:
                 if len(digits) >= 7 and _possible(digits, True):
                     best = last
             else:
-                if len(digits) > 10:
+                if len(digits) > 12:
                     break
-                if len(digits) >= 9 and _possible(digits, False):
+                if 9 <= len(digits) <= 10 and _possible(digits, False):
                     best = last
-        return best
+                elif (
+                    best is None
+                    and len(digits) >= 10
+                    and digits.startswith("0")
+                    and _possible_abroad(digits)
+                ):
+                    abroad = last  # a neighbour's number, unless a French one reads first
+        return best if best is not None else abroad
 
     def _in_pairs(self, first: int, last: int) -> bool:
         """True for the usual French layouts, "0X XX XX XX XX" or ten digits in one group."""
@@ -251,10 +298,34 @@ class _ClusterPlanner:
             if not self._keeps(group.start, end, group.plus, digits):
                 self._mask(group.start, end)
 
+    def spoken_pairs(self) -> None:
+        """A French number read out in pairs with commas ("06, 12, 34, 56, 78"): five groups of
+        two digits, the first a 0X, with the same glue between each, and a possible number.
+        Elsewhere a comma separates two numbers ("117, 118"), which is why the window pass
+        does not cross it."""
+        groups, view = self.groups, self.norm.digits_view
+        for index in range(len(groups) - 4):
+            run = groups[index : index + 5]
+            if any(g.used or len(g.digits) != 2 for g in run) or not run[0].digits.startswith("0"):
+                continue
+            glues = {view[a.end : b.start] for a, b in pairwise(run)}
+            digits = "".join(g.digits for g in run)
+            if len(glues) == 1 and "," in next(iter(glues)) and _possible(digits, False):
+                for group in run:
+                    group.used = True
+                self._mask(run[0].start, run[-1].end)
+
     def _standalone(self, first: int, last: int) -> bool:
-        """False when the groups are glued to neighbours ("2024-3237", "R623-2")."""
-        view, groups = self.norm.digits_view, self.groups
+        """False when the groups are glued to neighbours ("2024-3237", "R623-2") or are part of
+        a figure written in thousands ("192 000 €", "1 500")."""
+        view, groups = self.norm.text, self.groups  # slashes kept: "100/1" is a ratio
         if groups[first].plus:
+            return False
+        nxt = groups[last + 1] if last + 1 < len(groups) else None
+        if nxt and len(nxt.digits) == 3 and view[groups[last].end : nxt.start] == " ":
+            return False
+        prev = groups[first - 1] if first > 0 else None
+        if prev and len(groups[first].digits) == 3 and view[prev.end : groups[first].start] == " ":
             return False
         before = groups[first - 1] if first > 0 else None
         if before and not before.masked and _tight(view[before.end : groups[first].start]):
@@ -281,26 +352,42 @@ class _ClusterPlanner:
                     (shape in ((1, 3), (3, 3)) and pair in self.allowed)
                     or (shape == (3, 3) and _valid_short(pair))
                     or (shape == (2, 2) and pair.startswith("3") and _valid_short(pair))
+                    or (shape == (2, 2) and pair not in self.allowed and self._called(index))
                 ):
-                    last, digits = index + 1, pair  # "116 117", "118 712", "39 39"
+                    last, digits = index + 1, pair  # "116 117", "118 712", "39 39", "17 17"
             if digits in self.allowed:
                 pass
             elif (
-                len(digits) in _SHORT_LENGTHS
-                and _valid_short(digits)
+                self._short_shape(digits)
                 and self._standalone(index, last)
-                and is_call_cue(self._left_of(self.norm.starts[group.start]))
+                and self._called(index, verbal=len(digits) == 5)
             ):
                 self.shorts.append(self.norm.span(group.start, groups[last].end))
             index = last + 1
 
+    def _called(self, index: int, *, verbal: bool = False) -> bool:
+        left = self._left_of(self.norm.starts[self.groups[index].start])
+        return VERBAL_CALL_CUE.search(left) is not None if verbal else is_call_cue(left)
+
+    @staticmethod
+    def _short_shape(digits: str) -> bool:
+        """A number presented as something to call that is not in the national list is
+        masked like any other: French short numbers (3xxx, 118xxx), and foreign or invented
+        ones ("911", "117", "31177", "1515"). Years ("le 2024") are not numbers to call."""
+        if len(digits) in _SHORT_LENGTHS and _valid_short(digits):
+            return True
+        return 3 <= len(digits) <= 6 and digits[0] != "0" and _YEAR.fullmatch(digits) is None
+
     def plan(self) -> Plan:
         total = sum(len(group.digits) for group in self.groups)
-        if self.groups and not self.tel_link() and total >= 4:
+        if self.groups and not self.tel_link() and total >= 3:
             if 7 <= total <= _MATCHER_MAX_DIGITS:
                 self.matcher()
             if total >= 7:
                 self.windows()
+                self.spoken_pairs()
+            if 10 <= total <= _MATCHER_MAX_DIGITS:
+                self.north_american()
             self.short_numbers()
         spans, shorts = tuple(self.spans), tuple(self.shorts)
         return Plan(self.cluster, self.offset, self.left, self.allowed, spans, shorts)
@@ -361,11 +448,16 @@ def finish(plan: Plan, right: str) -> list[tuple[int, int]]:
     Short numbers followed by a unit are kept; the others are masked, and the text around them
     is decided again as in ``plan_cluster``.
     """
-    accepted = [
-        (start, end)
-        for start, end in plan.shorts
-        if UNIT_AFTER.match((plan.cluster[end - plan.offset :] + right)[:RIGHT_CONTEXT]) is None
-    ]
+    accepted = []
+    for start, end in plan.shorts:
+        after = (plan.cluster[end - plan.offset :] + right)[:RIGHT_CONTEXT]
+        if UNIT_AFTER.match(after) is not None:
+            continue  # a quantity: "le 3000 €", "le 120 décibels"
+        if sum(
+            char.isdigit() for char in plan.cluster[start - plan.offset : end - plan.offset]
+        ) == 5 and TOWN_AFTER.match(after):
+            continue  # a postal code and its town
+        accepted.append((start, end))
     if not accepted:
         return _merged(list(plan.spans))
     masks = _merged([*plan.spans, *accepted])

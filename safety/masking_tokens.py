@@ -35,10 +35,34 @@ _DASHES = "\u2010-\u2015\u2212\uff0d"
 # Invisible characters a model may put between digits: soft hyphen, zero-width characters and
 # joiners, bidirectional marks, embeddings and isolates, word joiner, byte order mark.
 _INVISIBLE = "\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-_GLUE_CHARS = rf"\s{_INVISIBLE}.,·•‧∙⋅/_()+\-{_DASHES}．／（）＋"
-_GLUE = rf"[{_GLUE_CHARS}]{{1,4}}"
+# What may stand between the groups of one number: spaces and punctuation, markdown emphasis,
+# strike-through, code and quote marks, pipes.
+_GLUE_CHARS = rf"\s{_INVISIBLE}.,·•‧∙⋅/_()+\-{_DASHES}．／（）＋*~`|>"
+#: Longest glue unit: an HTML tag ("</strong>") or an entity ("&#x202f;").
+_UNIT_LENGTH = 13
+_GLUE_UNIT = (
+    rf"(?:[{_GLUE_CHARS}]|</?[a-zA-Z][a-zA-Z0-9]{{0,7}}\s?/?>"
+    r"|&(?:nbsp|thinsp|ensp|emsp|#160|#xa0|#8239|#x202f|#8201|#x2009|#32|#x20);)"
+)
+# Between two groups, besides separators: a group hidden by letters or stars ("06 xx 12",
+# "07 43 ** 19"), or a word ("06 12 puis 34", "then").
+_PLACEHOLDER = r"(?:[xX]{2}|\*{2}|[#•]{2})"
+_GLUE_WORD = r"(?:puis|et|then|and)"
+#: Most glue units in a row, and most hidden groups or words inside one glue.
+GLUE_UNITS = 6
+_GLUE_INNER = 2
+#: Longest glue, in characters.
+GLUE_LENGTH = GLUE_UNITS * _UNIT_LENGTH + _GLUE_INNER * (4 + GLUE_UNITS * _UNIT_LENGTH)
+_GLUE = (
+    rf"{_GLUE_UNIT}{{1,{GLUE_UNITS}}}"
+    rf"(?:(?:{_PLACEHOLDER}|{_GLUE_WORD}){_GLUE_UNIT}{{1,{GLUE_UNITS}}}){{0,{_GLUE_INNER}}}"
+)
+# One digit: any script's decimal digit, an emoji keycap ("6️⃣"), a circled, superscript or
+# subscript digit.
+_ONE_DIGIT = r"(?:\d(?:\ufe0f?\u20e3)?|[⓪①-⑨⓿⁰¹²³⁴-⁹₀-₉])"
 _DIGIT_GROUP = (
-    r"(?:[(（]?[+＋])?(?:(?:[Oo]|(?-i:[lI])){0,3}\d(?:[\dOo]|(?-i:[lI])(?=\d)){0,16}|[Oo]{2,4})"
+    rf"(?:[(（]?[+＋]|[(（](?={_ONE_DIGIT}))?(?:(?:[Oo]|(?-i:[lI])){{0,3}}{_ONE_DIGIT}"
+    rf"(?:{_ONE_DIGIT}|[Oo]|(?-i:[lI])(?={_ONE_DIGIT})){{0,16}}|[Oo]{{2,4}}|(?-i:O))"
 )
 _BEFORE = rf"(?<!{_LETTER_OR_DIGIT})"
 _AFTER = rf"(?!{_LETTER_OR_DIGIT})"
@@ -53,12 +77,15 @@ CLUSTER_SOURCE = rf"{_TOKEN}(?:{_GLUE}(?P<more>{_TOKEN})){{0,{MAX_TOKENS - 1}}}"
 CONTINUATION_SOURCE = rf"{_GLUE}{_TOKEN}"
 
 #: Separators between two numbers rather than inside one (original text).
-STRONG_SEPARATOR = regex.compile(r"[\n\r\u2028\u2029,;/()·•]|\s[-\u2010-\u2015\u2212]|\.\s|\s\s")
+STRONG_SEPARATOR = regex.compile(r"[\n\r\u2028\u2029,;/()·•]|\s[-\u2010\u2015\u2212]|\.\s|\s\s")
 
+# A hidden group in the normalisation: between separators ("**06**" is emphasis, not one).
+_HIDDEN = rf"(?<=[\s\-.{_DASHES}_/|]){_PLACEHOLDER}(?=[\s\-.{_DASHES}_/|])"
 _SCAN = regex.compile(
     rf"(?P<d>(?:{_BEFORE}{_DIGIT_GROUP}|{_GLUED_DIGITS}){_AFTER})"
     rf"|(?P<w>{_BEFORE}{WORD_PATTERN}{_AFTER})"
-    rf"|(?P<g>[{_GLUE_CHARS}]+)|(?P<x>.)",
+    rf"|(?P<p>{_HIDDEN})"
+    rf"|(?P<g>(?:(?!{_HIDDEN})[{_GLUE_CHARS}])+)|(?P<x>.)",
     regex.IGNORECASE | regex.VERSION0 | regex.DOTALL,
 )
 _KEPT_GLUE = {".": ".", ",": ",", "/": "/", "(": "(", ")": ")", "-": "-", "+": "+"}
@@ -86,13 +113,16 @@ class NormalizedCluster:
 
 
 def _digit(char: str) -> str:
+    """The ASCII form of one character of a digit group ("" for a keycap's marks)."""
     if char in "Oo":
         return "0"
     if char in "lI":
         return "1"
     if char in "(+（＋":
         return _KEPT_GLUE[char]
-    value = unicodedata.decimal(char, -1)
+    if char in "\ufe0f\u20e3":
+        return ""
+    value = unicodedata.digit(char, -1)
     return str(value) if value >= 0 else "0"
 
 
@@ -127,9 +157,15 @@ def normalize_cluster(cluster: str, offset: int) -> NormalizedCluster:
             mapped = _glue(piece, prev_kind, next_kind)
         elif kind == "d":
             mapped = [_digit(char) for char in piece]
+        elif kind == "p":  # a hidden group stands for digits: the number is still one
+            mapped = ["0"] * len(piece)
         else:
             mapped = [" "] * len(piece)
         for position, char in enumerate(mapped):
+            if not char:  # a keycap's marks belong to the digit before them
+                if ends:
+                    ends[-1] = begin + position + 1
+                continue
             chars.append(char)
             starts.append(begin + position)
             ends.append(begin + position + 1)
