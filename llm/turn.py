@@ -1,7 +1,8 @@
 """``chat_turn``: one turn of steps 4 to 8 of DESIGN.md, with no HTTP in sight.
 
-It yields ``Delta`` events (text already post-processed: numbers masked, contacts rendered
-with the directory's numbers) and ends with exactly one ``TurnResult``, whatever happens:
+It yields ``Delta`` events (text already post-processed: markup, links and URIs removed,
+numbers masked, contacts rendered with the directory's numbers) and ends with exactly one
+``TurnResult``, whatever happens:
 
 - no model configured → fallback, status ``disabled``; quota reached → ``quota``;
 - the flow policy refuses the send, or the leak scan finds an identifier → ``blocked_policy``;
@@ -46,6 +47,7 @@ from llm.texts import prompt_hash
 from llm.types import ChatOptions, Message
 from llm.validate import OutputContract, validate
 from safety.contacts import ContactBook, StreamRenderer, render_contacts
+from safety.markup import StreamSanitizer, sanitize
 from safety.masking import StreamMasker, mask_numbers
 
 __all__ = [
@@ -94,6 +96,8 @@ class TurnResult:
     unknown_tags: tuple[str, ...] = ()
     error: dict[str, str | int | None] | None = None
     model_called: bool = False
+    masked_numbers: int = 0  # numbers the model wrote that were masked in ``text``
+    markup_removed: int = 0  # tags, links, URIs and code fences removed from ``text``
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +281,22 @@ def _pseudonymised(payload: Payload, pseudo: Pseudonymizer) -> Payload:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Cleaned:
+    """What post-processing takes out of one answer: for its audit line and the metrics."""
+
+    markup_removed: int
+    masked_numbers: int
+
+    @classmethod
+    def of(cls, raw: str) -> _Cleaned:
+        clean = sanitize(raw)
+        return cls(clean.removed, len(mask_numbers(clean.text).spans))
+
+    def audit(self) -> dict[str, int]:
+        return {"markup_removed": self.markup_removed, "masked_numbers": self.masked_numbers}
+
+
 def _errors(answer: str, turn: _Turn) -> list[str]:
     """The contract's errors, and placeholders this request cannot put words back into."""
     contract = turn.assistant.harness.contract
@@ -284,8 +304,10 @@ def _errors(answer: str, turn: _Turn) -> list[str]:
 
 
 def _post_process(text: str, turn: _Turn) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """Numbers masked, then contacts rendered with the directory's numbers (one shot)."""
-    rendered = render_contacts(mask_numbers(text).text, turn.assistant.book(), turn.assistant.style)
+    """Markup and links removed, numbers masked, then contacts rendered with the directory's
+    numbers (one shot; ``_generate`` does the same as the model streams)."""
+    clean = mask_numbers(sanitize(text).text).text
+    rendered = render_contacts(clean, turn.assistant.book(), turn.assistant.style)
     return rendered.text, rendered.contacts, rendered.unknown_tags
 
 
@@ -371,7 +393,8 @@ async def _generate(
     assert turn.decision is not None  # noqa: S101 - set by _run before
     streaming = not turn.decision.pseudonymise
     messages = send.messages()
-    masker, renderer = StreamMasker(), StreamRenderer(assistant.book(), assistant.style)
+    sanitizer, masker = StreamSanitizer(), StreamMasker()
+    renderer = StreamRenderer(assistant.book(), assistant.style)
     first = Generation()
     try:
         async with assistant.slots.slot() as waited:
@@ -382,16 +405,21 @@ async def _generate(
             )
             async with contextlib.aclosing(pieces):
                 async for piece in pieces:
-                    if streaming and (out := renderer.feed(masker.feed(piece))):
+                    if streaming and (out := renderer.feed(masker.feed(sanitizer.feed(piece)))):
                         turn.sent.append(out)
                         yield Delta(out)
-            if streaming and (tail := renderer.feed(masker.close()) + renderer.close()):
+            tail = ""
+            if streaming:
+                rest = masker.feed(sanitizer.close()) + masker.close()
+                tail = renderer.feed(rest) + renderer.close()
+            if tail:
                 turn.sent.append(tail)
                 yield Delta(tail)
             errors = _errors(first.raw, turn)
             turn.audit(
                 attempt=1,
                 answer=first.raw,
+                **_Cleaned.of(first.raw).audit(),
                 validation=errors,
                 status="invalid_output" if errors else "ok",
                 timings={"first_token_ms": first.first_token_ms, "total_ms": first.total_ms},
@@ -429,6 +457,7 @@ async def _generate(
         raw = turn.pseudo.reidentify(final.raw) if turn.decision.pseudonymise else final.raw
         text, contacts, unknown = _post_process(raw, turn)
     stats = final.stats
+    cleaned = _Cleaned.of(final.raw)
     yield TurnResult(
         text=text,
         source="llm",
@@ -448,6 +477,8 @@ async def _generate(
         partial_discarded=bool(turn.sent) and final is not first,
         unknown_tags=unknown,
         model_called=True,
+        markup_removed=cleaned.markup_removed,
+        masked_numbers=cleaned.masked_numbers,
     )
 
 
@@ -477,6 +508,7 @@ async def _retry(
     turn.audit(
         attempt=2,
         answer=second.raw,
+        **_Cleaned.of(second.raw).audit(),
         validation=again,
         status="ok" if not again else "invalid_output",
     )

@@ -1,7 +1,9 @@
 """Output validation: every answer checked against a closed contract before it is trusted.
 
 The contract: not empty, not too long; ``[[id]]`` tags only for contacts of the directory; no
-markup (HTML, links, code blocks) and no echo of the ``<message>`` frame; written in French.
+markup (HTML, links and URIs of any kind, bare domains, e-mail addresses, code blocks: read by
+``safety.markup`` after NFKC and entity decoding) and no echo of the ``<message>`` frame;
+written in French.
 Each failure is a short French sentence, sent back to the model for its one retry, and kept
 in the audit log.
 """
@@ -12,15 +14,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from safety.markup import markup_kinds
+
 __all__ = ["OutputContract", "validate"]
 
 _TAG = re.compile(r"\[\[\s*([A-Za-z0-9_-]{1,64})\s*\]\]")
-_MARKUP = {
-    "balise HTML": re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>"),
-    "lien web": re.compile(r"https?://|www\.", re.IGNORECASE),
-    "lien markdown": re.compile(r"\]\([^)]*\)"),
-    "bloc de code": re.compile(r"```"),
-}
 _FRENCH = frozenset(
     [
         "le", "la", "les", "un", "une", "des", "de", "du", "et", "est", "pas", "que", "qui",
@@ -73,11 +71,10 @@ def validate(
         errors.append(
             f"Identifiants inconnus : {', '.join(unknown)} ; n'utilise que ceux de la liste."
         )
-    for label, pattern in _MARKUP.items():
-        if pattern.search(text):
-            errors.append(f"La réponse contient un(e) {label} : écris du texte simple.")
     if "<message>" in text or "</message>" in text:
         errors.append("La réponse recopie le cadre <message>.")
+    for label in markup_kinds(text):
+        errors.append(f"La réponse contient un(e) {label} : écris du texte simple.")
     share = _french_share(text)
     if share is not None and share < contract.min_french_share:
         errors.append("La réponse doit être écrite en français.")

@@ -58,3 +58,13 @@ class Metrics:
             "Requests refused: another message under an idempotency key already used.",
             registry=self.registry,
         )
+        self.masked_numbers = Counter(
+            "nuisances_masked_numbers",
+            "Numbers written by the model and masked before they reached the client.",
+            registry=self.registry,
+        )
+        self.markup_removed = Counter(
+            "nuisances_markup_removed",
+            "Tags, links, URIs and code fences removed from the model's answers.",
+            registry=self.registry,
+        )

@@ -334,6 +334,8 @@ def _observe(services: Services, detection: Detection, result: TurnResult) -> No
     if result.timings.first_token_ms is not None:
         services.metrics.first_token.observe(result.timings.first_token_ms / 1000)
     services.metrics.total.observe(result.timings.total_ms / 1000)
+    services.metrics.masked_numbers.inc(result.masked_numbers)
+    services.metrics.markup_removed.inc(result.markup_removed)
 
 
 def _turn_fields(
