@@ -4,7 +4,11 @@
   French prose, and over a synthetic long answer that mixes prose, numbers to mask and
   look-alikes to keep.
 - Latency that ``StreamMasker`` adds to each ``feed`` when a model streams chunks of 1 to 8
-  characters: median and 99th percentile, in microseconds.
+  characters: median and 99th percentile, in microseconds; the same for the whole stream
+  post-processing of a turn (``StreamSanitizer`` then ``StreamMasker``).
+- Worst adversarial inputs, one shot and streamed: 10 KB of digits and separators, 10 KB of
+  nested markup, a million zeros. Time should grow linearly with the size: each is also run
+  at a tenth of its size, and the ratio printed.
 
 Run from the repository root: ``.venv/bin/python scripts/bench_masking.py``.
 """
@@ -22,9 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from safety.markup import StreamSanitizer, sanitize  # noqa: E402
 from safety.masking import StreamMasker, mask_numbers  # noqa: E402
 
-CORPUS = ROOT / "tests" / "corpus" / "masking" / "pub.jsonl"
+CORPUS = ROOT / "tests" / "corpus" / "masking"
 
 PROSE = (
     "Le bruit que vous décrivez, répété chaque nuit depuis plusieurs semaines, peut constituer "
@@ -50,27 +55,53 @@ def _throughput(text: str, repeat: int) -> float:
     return len(text) / best
 
 
-def _feed_latencies(texts: list[str], seed: int = 7) -> list[float]:
+def _feed_latencies(texts: list[str], whole: bool = False, seed: int = 7) -> list[float]:
     rng = random.Random(seed)  # noqa: S311 - chunk sizes, not secrets
     latencies: list[float] = []
     for text in texts:
-        masker = StreamMasker()
+        masker, sanitizer = StreamMasker(), StreamSanitizer()
         position = 0
         while position < len(text):
             size = rng.randint(1, 8)
             chunk = text[position : position + size]
             position += size
             start = time.perf_counter_ns()
-            masker.feed(chunk)
+            masker.feed(sanitizer.feed(chunk) if whole else chunk)
             latencies.append((time.perf_counter_ns() - start) / 1000)
         masker.close()
     return latencies
 
 
+def _pipeline(text: str) -> str:
+    return mask_numbers(sanitize(text).text).text
+
+
+def _streamed(text: str, size: int = 64) -> str:
+    masker, sanitizer = StreamMasker(), StreamSanitizer()
+    out = [masker.feed(sanitizer.feed(text[i : i + size])) for i in range(0, len(text), size)]
+    return "".join(out) + masker.feed(sanitizer.close()) + masker.close()
+
+
+def _seconds(function: object, text: str) -> float:
+    start = time.perf_counter()
+    function(text)  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
+ADVERSARIAL = {
+    "10 KB digits and separators": lambda n: ("06 12.34-56/7 " * (n // 14 + 1))[:n],
+    "10 KB nested markup": lambda n: ("<b>[**`(" * (n // 16 + 1) + ")`**]</b>" * (n // 16 + 1))[:n],
+    "a million zeros": lambda n: "0" * n,
+}
+SIZES = {"10 KB digits and separators": 10_000, "10 KB nested markup": 10_000,
+         "a million zeros": 1_000_000}  # fmt: skip
+
+
 def main() -> None:
     corpus = [
         json.loads(line)["text"]
-        for line in CORPUS.read_text(encoding="utf-8").splitlines()
+        for path in sorted(CORPUS.glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
     mask_numbers(" ".join(corpus))  # warm the caches of the phone number library
@@ -94,6 +125,23 @@ def main() -> None:
             f"  {name:<24} {len(latencies):>9,} feeds  median {statistics.median(latencies):.1f} µs"
             f"  p99 {p99:.1f} µs  max {latencies[-1]:.1f} µs"
         )
+    latencies = sorted(_feed_latencies(corpus * 5, whole=True))
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    print(
+        f"  {'sanitize + mask, corpus':<24} {len(latencies):>9,} feeds  median "
+        f"{statistics.median(latencies):.1f} µs  p99 {p99:.1f} µs  max {latencies[-1]:.1f} µs"
+    )
+
+    print("Worst adversarial inputs (sanitize + mask), one shot and streamed in 64-char chunks")
+    for name, make in ADVERSARIAL.items():
+        size = SIZES[name]
+        for label, function in (("one shot", _pipeline), ("streamed", _streamed)):
+            small, large = make(size // 10), make(size)
+            t_small, t_large = _seconds(function, small), _seconds(function, large)
+            print(
+                f"  {name:<28} {label:<9} {t_large * 1000:9.1f} ms"
+                f"  (x{t_large / max(t_small, 1e-9):.1f} for x10 the size)"
+            )
 
 
 if __name__ == "__main__":
