@@ -11,6 +11,7 @@ import pytest
 
 from llm.audit import AuditLog
 from llm.turn import Harness, TurnRequest
+from llm.validate import validate
 from tests.fakes import DEFAULT_MODEL, Behaviour, FakeOllama
 from tests.llm.test_turn import _assistant, _run
 
@@ -70,3 +71,20 @@ async def test_the_result_and_the_audit_line_count_what_was_taken_out(
     assert result.markup_removed == 0
     assert result.text.count("[numéro masqué]") == 2
     assert not re.search(r"\d{2} \d{2} \d{2}", result.text)
+
+
+VALIDATION = [
+    ("javascript:alert(document.cookie)", "lien web"),
+    ("Lisez [ceci][1].\n[1]: javascript:alert(1)", "lien markdown"),
+    ("data:text/html;base64,PHNjcmlwdD4=", "lien web"),
+    ("Voyez sur exemple-bruit.fr pour plus.", "lien web"),
+    ("&lt;script&gt;alert(1)&lt;/script&gt; Notez tout.", "balise HTML"),
+    ("＜script＞alert(1)＜/script＞ Notez tout.", "balise HTML"),
+    ("Écrivez à syndic@exemple.fr pour cela.", "adresse e-mail"),
+]
+
+
+@pytest.mark.parametrize(("answer", "kind"), VALIDATION, ids=[k for _, k in VALIDATION])
+def test_validation_refuses_what_used_to_pass(answer: str, kind: str) -> None:
+    errors = validate(answer, lambda _: True)
+    assert any(kind in error for error in errors), errors
