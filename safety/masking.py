@@ -45,13 +45,14 @@ something to call). It keeps the last 48 emitted (masked) characters as left con
 last original ones for the token boundaries, so each decision sees exactly what
 ``mask_numbers`` sees.
 
-The holdback after ``feed`` returns is at most ``MAX_HOLDBACK`` = 6,658 characters: a cluster
+The holdback after ``feed`` returns is at most ``MAX_HOLDBACK`` = 6,678 characters: a cluster
 has at most ``MAX_TOKENS`` (24) tokens of at most ``TOKEN_LENGTH`` (34) characters joined by
 glue of at most ``GLUE_LENGTH`` (242: six separators or tags, twice a hidden group or a word
-and six more), plus either a possible continuation or the right context. The bound is that of
-an adversarial text; in ordinary prose the holdback is a trailing partial word that could
-still be a spelled number ("di" of "dix"), or a cluster plus at most 24 characters after it;
-prose without numbers is emitted as soon as it is fed.
+and six more), then at most four hidden groups (20), plus either a possible continuation or
+the right context. The bound is that of an adversarial text; in ordinary prose the holdback
+is a trailing partial word that could still be a spelled number ("di" of "dix"), or a
+cluster plus at most 24 characters after it; prose without numbers is emitted as soon as it
+is fed.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from safety.masking_tokens import (
     CONTINUATION_SOURCE,
     GLUE_LENGTH,
     MAX_TOKENS,
+    TAIL_LENGTH,
     TOKEN_LENGTH,
 )
 from safety.spelled_numbers import MAX_WORD_LENGTH
@@ -97,7 +99,7 @@ NATIONAL_NUMBERS: Final[frozenset[str]] = frozenset(
 
 
 _GLUE_MAX = GLUE_LENGTH
-_LONGEST_CLUSTER = MAX_TOKENS * TOKEN_LENGTH + (MAX_TOKENS - 1) * _GLUE_MAX
+_LONGEST_CLUSTER = MAX_TOKENS * TOKEN_LENGTH + (MAX_TOKENS - 1) * _GLUE_MAX + TAIL_LENGTH
 #: Upper bound of the text a ``StreamMasker`` holds back after ``feed`` returns.
 MAX_HOLDBACK: Final = _LONGEST_CLUSTER + max(_GLUE_MAX + TOKEN_LENGTH, RIGHT_CONTEXT)
 

@@ -26,7 +26,7 @@ from safety.spelled_numbers import MAX_WORD_LENGTH, WORD_PATTERN, word_value
 
 #: Most tokens in one cluster; a longer run of number material is cut into several clusters.
 MAX_TOKENS = 24
-_MAX_DIGIT_GROUP = 2 + 3 + 1 + 16  # "(+", up to three O, a digit, 16 more
+_MAX_DIGIT_GROUP = 2 + 3 + 1 + 16 + 4  # "(+", up to three O, a digit, 16 more, "XXXX"
 #: Longest token, in characters.
 TOKEN_LENGTH = max(_MAX_DIGIT_GROUP, MAX_WORD_LENGTH)
 
@@ -46,7 +46,7 @@ _GLUE_UNIT = (
 )
 # Between two groups, besides separators: a group hidden by letters or stars ("06 xx 12",
 # "07 43 ** 19"), or a word ("06 12 puis 34", "then").
-_PLACEHOLDER = r"(?:[xX]{2}|\*{2}|[#•]{2})"
+_PLACEHOLDER = r"(?:[xX]{2}|\*{2}|[#•]{2}|\.{2}|…|\?{2})"
 _GLUE_WORD = r"(?:puis|et|then|and)"
 #: Most glue units in a row, and most hidden groups or words inside one glue.
 GLUE_UNITS = 6
@@ -62,7 +62,8 @@ _GLUE = (
 _ONE_DIGIT = r"(?:\d(?:\ufe0f?\u20e3)?|[⓪①-⑨⓿⁰¹²³⁴-⁹₀-₉])"
 _DIGIT_GROUP = (
     rf"(?:[(（]?[+＋]|[(（](?={_ONE_DIGIT}))?(?:(?:[Oo]|(?-i:[lI])){{0,3}}{_ONE_DIGIT}"
-    rf"(?:{_ONE_DIGIT}|[Oo]|(?-i:[lI])(?={_ONE_DIGIT})){{0,16}}|[Oo]{{2,4}}|(?-i:O))"
+    rf"(?:{_ONE_DIGIT}|[Oo]|(?-i:[lI])(?={_ONE_DIGIT})){{0,16}}(?:[xX]{{1,4}})?"
+    r"|[Oo]{2,4}|(?-i:O))"
 )
 _BEFORE = rf"(?<!{_LETTER_OR_DIGIT})"
 _AFTER = rf"(?!{_LETTER_OR_DIGIT})"
@@ -71,16 +72,20 @@ _AFTER = rf"(?!{_LETTER_OR_DIGIT})"
 _GLUED_DIGITS = r"(?<=[\p{L}\p{M}])\d{9,17}"
 _TOKEN = rf"(?:{_BEFORE}(?:{_DIGIT_GROUP}|{WORD_PATTERN})|{_GLUED_DIGITS}){_AFTER}"
 
+# Groups hidden at the end of a number ("06 12 XX XX XX"): they still make it one.
+_TAIL = rf"(?:[ \-.{_DASHES}]{{1,3}}{_PLACEHOLDER}){{1,4}}(?![\p{{L}}\p{{N}}])"
+#: Longest hidden tail, in characters.
+TAIL_LENGTH = 4 * (3 + 2)
 #: A cluster; the named group ``more`` captures every token after the first.
-CLUSTER_SOURCE = rf"{_TOKEN}(?:{_GLUE}(?P<more>{_TOKEN})){{0,{MAX_TOKENS - 1}}}"
-#: What may extend a cluster: separators, then a token.
-CONTINUATION_SOURCE = rf"{_GLUE}{_TOKEN}"
+CLUSTER_SOURCE = rf"{_TOKEN}(?:{_GLUE}(?P<more>{_TOKEN})){{0,{MAX_TOKENS - 1}}}(?:{_TAIL})?"
+#: What may extend a cluster: separators, then a token; or hidden groups.
+CONTINUATION_SOURCE = rf"{_GLUE}{_TOKEN}|{_TAIL}"
 
 #: Separators between two numbers rather than inside one (original text).
 STRONG_SEPARATOR = regex.compile(r"[\n\r\u2028\u2029,;/()·•]|\s[-\u2010\u2015\u2212]|\.\s|\s\s")
 
 # A hidden group in the normalisation: between separators ("**06**" is emphasis, not one).
-_HIDDEN = rf"(?<=[\s\-.{_DASHES}_/|]){_PLACEHOLDER}(?=[\s\-.{_DASHES}_/|])"
+_HIDDEN = rf"(?<=[\s\-.{_DASHES}_/|]){_PLACEHOLDER}(?![^\s\-.{_DASHES}_/|])"
 _SCAN = regex.compile(
     rf"(?P<d>(?:{_BEFORE}{_DIGIT_GROUP}|{_GLUED_DIGITS}){_AFTER})"
     rf"|(?P<w>{_BEFORE}{WORD_PATTERN}{_AFTER})"

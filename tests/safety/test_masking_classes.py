@@ -33,6 +33,9 @@ MASKED = [
     ("a group as XX", "au 06-XX-71-38-92", "06007138"),
     ("groups as xx", "du type 06 58 xx xx 14", "065800"),
     ("a group as stars", "joignable au 07 43 ** 19 62.", "07430019"),
+    ("hidden groups at the end", "le gardien : 06 12 XX XX XX.", "0612"),
+    ("groups as dots", "au 06 12 .. .. 78 le soir", "0612"),
+    ("a digit and X", "au 06 12 34 56 7X en journée", "06123456"),
     ("emoji keycaps", "au 0️⃣6️⃣1️⃣2️⃣3️⃣4️⃣5️⃣6️⃣7️⃣8️⃣", "0612345678"),
     ("circled digits", "au ⓪⑥①②③④⑤⑥⑦⑧", "0612345678"),
     ("superscript digits", "au ⁰⁶¹²³⁴⁵⁶⁷⁸", "0612345678"),
@@ -83,6 +86,8 @@ KEPT = [
     ("a year after 'le'", "depuis le 2024 au moins", "2024"),
     ("a street number", "le voisin du 12 rue de la Paix", "12 rue"),
     ("a quantity after 'le'", "le 120 décibels mesuré", "120 décibels"),
+    ("a 4x4 and a rhythm", "Un 4x4 passe 3x par nuit.", "4x4"),
+    ("an ellipsis", "Il a dit... 12 fois.", "12 fois"),
 ]
 
 _DIGITS = re.compile(r"\D")
