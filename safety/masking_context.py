@@ -10,6 +10,9 @@ masker does.
 - ``is_call_cue``: a short service number (3xxx, 10xx, 118xxx, 116xxx) is presented as something
   to call ("appelez le 3237", "le 3975 permet", "composez le 118 712", "(3939)",
   "SOS Médecins : 3624", but not "Nombre de plaintes : 3200").
+- ``VERBAL_CALL_CUE``, ``ANNOUNCED``: a verb of calling or "numéro est le" before a number
+  (what a five-digit number, or a foreign one without 0 or +, needs to be masked).
+- ``TOWN_AFTER``: a capitalised word after five digits makes them a postal code.
 - ``UNIT_AFTER``: the digits are a quantity (euros, dB, %, minutes, signalements...).
 - ``DATE``: dates in the normalised digits (06/12/2024, 2024-07-14, 14.07.2024, 14/07).
 """
@@ -68,7 +71,15 @@ CALL_CUE = regex.compile(
 # postal code is also five digits ("au 10000 Paris", "(69003)").
 VERBAL_CALL_CUE = regex.compile(
     rf"(?<![^\W_])(?:{_CALL_VERBS}|sms|texto|message|{_NUMBER_NOUN}|t[ée]l[ée]?(?:phone)?\.?)"
-    rf"\s*(?:(?:le|au|ce)\s+)?(?:{_NUMBER_NOUN}\s+)?:?\s*$",
+    rf"\s*(?:est\s+)?(?:(?:le|au|ce)\s+)?(?:{_NUMBER_NOUN}\s+)?:?\s*$",
+    _FLAGS,
+)
+# A number presented as a phone number by what comes before it: a verb of calling, "numéro
+# est le", "tél. :", "GSM :" (not "le numéro 2024/004817", which is a file's).
+ANNOUNCED = regex.compile(
+    rf"(?<![^\W_])(?:(?:{_CALL_VERBS})\s+(?:(?:le|au|ce)\s+)?(?:{_NUMBER_NOUN}\s+)?:?"
+    r"|num[ée]ro\s+(?:est\s+(?:le\s+)?|:)"
+    r"|(?:t[ée]l[ée]?(?:phone)?\.?|gsm|portable|mobile)\s*(?:est\s+(?:le\s+)?|:|au))\s*$",
     _FLAGS,
 )
 #: A capitalised word after a five-digit number makes it a postal code with its town.

@@ -26,6 +26,7 @@ import regex
 from phonenumbers import Leniency, PhoneNumberMatcher, shortnumberinfo
 
 from safety.masking_context import (
+    ANNOUNCED,
     LEFT_CONTEXT,
     REFERENCE_LABEL,
     RIGHT_CONTEXT,
@@ -36,6 +37,7 @@ from safety.masking_context import (
     is_call_cue,
 )
 from safety.masking_tokens import (
+    GLUE_WORDS,
     STRONG_SEPARATOR,
     NormalizedCluster,
     normalize_cluster,
@@ -47,6 +49,7 @@ from safety.spelled_numbers import WORD_PATTERN
 MASK = "[numéro masqué]"
 
 _GROUP = regex.compile(r"\+?\d+")
+_DICTATED = regex.compile(rf"(?<![^\W_])(?:{'|'.join(GLUE_WORDS)})(?![^\W_])", regex.IGNORECASE)
 _MISSING_ZERO = regex.compile(r"\(?[1-9](?:[ .]\d\d){4}")
 # A French number in its usual layout, "0X XX XX XX XX" or compact: masked even after a label.
 _FRENCH_LAYOUT = regex.compile(r"\(?0[1-9](?P<sep>[ .-]?)\d\d(?:(?P=sep)\d\d){3}")
@@ -231,7 +234,15 @@ class _ClusterPlanner:
 
     def _crossable(self, left: _Group, right: _Group) -> bool:
         glue = self.norm.digits_view[left.end : right.start]
-        return not right.plus and "," not in glue and "x" not in glue
+        if right.plus or "x" in glue:
+            return False
+        if "," not in glue:
+            return True
+        # A comma separates two numbers ("117, 118"), unless the groups are dictated
+        # ("06, puis 00 00, puis 31 42").
+        start = self.norm.ends[left.end - 1] - self.offset
+        end = self.norm.starts[right.start] - self.offset
+        return _DICTATED.search(self.cluster[start:end]) is not None
 
     def _strong_start(self, index: int) -> bool:
         if index == 0 or self.groups[index].plus or self.groups[index - 1].used:
@@ -283,6 +294,34 @@ class _ClusterPlanner:
         view = self.norm.digits_view
         glues = {view[a.end : b.start] for a, b in pairwise(groups)}
         return len(glues) == 1
+
+    def announced(self) -> None:
+        """A number without 0 or + that a verb or "numéro" presents as one to call ("son
+        numéro est le 621 555 789"): masked when a neighbour's plan (Luxembourg has no trunk
+        0) says it could be one of theirs."""
+        groups = self.groups
+        for index, group in enumerate(groups):
+            # Groups the French passes kept (used, not masked) may still be announced.
+            if group.masked or group.plus or group.digits.startswith("0"):
+                continue
+            left = self._left_of(self.norm.starts[group.start])
+            if ANNOUNCED.search(left) is None:
+                continue
+            digits, best = "", None
+            for last in range(index, len(groups)):
+                if last > index and (
+                    groups[last].masked or not self._crossable(groups[last - 1], groups[last])
+                ):
+                    break
+                digits += groups[last].digits
+                if len(digits) > 12:
+                    break
+                if len(digits) >= 8 and _possible_abroad(digits):
+                    best = last
+            if best is not None and not self._is_reference(group.start, groups[best].end):
+                for covered in groups[index : best + 1]:
+                    covered.used = True
+                self._mask(group.start, groups[best].end)
 
     def windows(self) -> None:
         for index, group in enumerate(self.groups):
@@ -388,6 +427,8 @@ class _ClusterPlanner:
                 self.spoken_pairs()
             if 10 <= total <= _MATCHER_MAX_DIGITS:
                 self.north_american()
+            if total >= 8:
+                self.announced()
             self.short_numbers()
         spans, shorts = tuple(self.spans), tuple(self.shorts)
         return Plan(self.cluster, self.offset, self.left, self.allowed, spans, shorts)

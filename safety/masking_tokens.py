@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import regex
 
 from safety.masking_context import DATE, is_plausible_date
-from safety.spelled_numbers import MAX_WORD_LENGTH, WORD_PATTERN, word_value
+from safety.spelled_numbers import MAX_WORD_LENGTH, WORD_PATTERN, word_digits
 
 #: Most tokens in one cluster; a longer run of number material is cut into several clusters.
 MAX_TOKENS = 24
@@ -37,7 +37,7 @@ _DASHES = "\u2010-\u2015\u2212\uff0d"
 _INVISIBLE = "\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 # What may stand between the groups of one number: spaces and punctuation, markdown emphasis,
 # strike-through, code and quote marks, pipes.
-_GLUE_CHARS = rf"\s{_INVISIBLE}.,·•‧∙⋅/_()+\-{_DASHES}．／（）＋*~`|>"
+_GLUE_CHARS = rf"\s{_INVISIBLE}.,·•‧∙⋅/_()+\-{_DASHES}．／（）＋*~`|>\[\]{{}}"
 #: Longest glue unit: an HTML tag ("</strong>") or an entity ("&#x202f;").
 _UNIT_LENGTH = 13
 _GLUE_UNIT = (
@@ -47,7 +47,9 @@ _GLUE_UNIT = (
 # Between two groups, besides separators: a group hidden by letters or stars ("06 xx 12",
 # "07 43 ** 19"), or a word ("06 12 puis 34", "then").
 _PLACEHOLDER = r"(?:[xX]{2}|\*{2}|[#•]{2}|\.{2}|…|\?{2})"
-_GLUE_WORD = r"(?:puis|et|then|and)"
+# Words a model puts between groups, the way one dictates a number.
+GLUE_WORDS = ("puis", "ensuite", "et", "tiret", "then", "and")
+_GLUE_WORD = rf"(?:{'|'.join(GLUE_WORDS)})"
 #: Most glue units in a row, and most hidden groups or words inside one glue.
 GLUE_UNITS = 6
 _GLUE_INNER = 2
@@ -63,14 +65,16 @@ _ONE_DIGIT = r"(?:\d(?:\ufe0f?\u20e3)?|[⓪①-⑨⓿⁰¹²³⁴-⁹₀-₉])"
 _DIGIT_GROUP = (
     rf"(?:[(（]?[+＋]|[(（](?={_ONE_DIGIT}))?(?:(?:[Oo]|(?-i:[lI])){{0,3}}{_ONE_DIGIT}"
     rf"(?:{_ONE_DIGIT}|[Oo]|(?-i:[lI])(?={_ONE_DIGIT})){{0,16}}(?:[xX]{{1,4}})?"
-    r"|[Oo]{2,4}|(?-i:O))"
+    r"|0(?-i:[lI])|[Oo]{2,4}|(?-i:O))"
 )
 _BEFORE = rf"(?<!{_LETTER_OR_DIGIT})"
 _AFTER = rf"(?!{_LETTER_OR_DIGIT})"
 # A long run of digits glued to a label ("Tél0612345678"); short ones ("R1336", "3e") are not
 # tokens.
 _GLUED_DIGITS = r"(?<=[\p{L}\p{M}])\d{9,17}"
-_TOKEN = rf"(?:{_BEFORE}(?:{_DIGIT_GROUP}|{WORD_PATTERN})|{_GLUED_DIGITS}){_AFTER}"
+# A spelled number may start with "plus" for the + of an international prefix.
+_SPELLED = rf"(?:plus[ \u00a0]+)?{WORD_PATTERN}"
+_TOKEN = rf"(?:{_BEFORE}(?:{_DIGIT_GROUP}|{_SPELLED})|{_GLUED_DIGITS}){_AFTER}"
 
 # Groups hidden at the end of a number ("06 12 XX XX XX"): they still make it one.
 _TAIL = rf"(?:[ \-.{_DASHES}]{{1,3}}{_PLACEHOLDER}){{1,4}}(?![\p{{L}}\p{{N}}])"
@@ -88,7 +92,7 @@ STRONG_SEPARATOR = regex.compile(r"[\n\r\u2028\u2029,;/()·•]|\s[-\u2010\u2015
 _HIDDEN = rf"(?<=[\s\-.{_DASHES}_/|]){_PLACEHOLDER}(?![^\s\-.{_DASHES}_/|])"
 _SCAN = regex.compile(
     rf"(?P<d>(?:{_BEFORE}{_DIGIT_GROUP}|{_GLUED_DIGITS}){_AFTER})"
-    rf"|(?P<w>{_BEFORE}{WORD_PATTERN}{_AFTER})"
+    rf"|(?P<w>{_BEFORE}{_SPELLED}{_AFTER})"
     rf"|(?P<p>{_HIDDEN})"
     rf"|(?P<g>(?:(?!{_HIDDEN})[{_GLUE_CHARS}])+)|(?P<x>.)",
     regex.IGNORECASE | regex.VERSION0 | regex.DOTALL,
@@ -131,9 +135,19 @@ def _digit(char: str) -> str:
     return str(value) if value >= 0 else "0"
 
 
+_PLUS = regex.compile(r"plus[ \u00a0]+", regex.IGNORECASE)
+
+
+def _one_digit_word(piece: str) -> bool:
+    """A number spelled as one digit ("six", "zero"): read in a row, they make one group."""
+    return len(word_digits(piece)) == 1 and _PLUS.match(piece) is None
+
+
 def _glue(run: str, prev_kind: str, next_kind: str) -> list[str]:
+    if prev_kind == next_kind == "w1" and run.isspace():
+        return [""] * len(run)  # "cinq un quatre" is 514, as "zero six one two" is 0612
     mapped = [_KEPT_GLUE.get(char, " ") for char in run]
-    if "," in mapped and "w" in (prev_kind, next_kind):
+    if "," in mapped and {"w", "w1"} & {prev_kind, next_kind}:
         mapped = [" " if char == "," else char for char in mapped]
     if "-" in mapped and " " in mapped:
         mapped = [" " if char == "-" else char for char in mapped]
@@ -145,13 +159,19 @@ def normalize_cluster(cluster: str, offset: int) -> NormalizedCluster:
     pieces = [
         (match.lastgroup or "x", match.start(), match.group()) for match in _SCAN.finditer(cluster)
     ]
+    pieces = [
+        ("w1" if kind == "w" and _one_digit_word(piece) else kind, start, piece)
+        for kind, start, piece in pieces
+    ]
     chars: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
     for index, (kind, start, piece) in enumerate(pieces):
         begin = offset + start
-        if kind == "w":
-            for char in str(word_value(piece)):
+        if kind in ("w", "w1"):
+            spoken = _PLUS.match(piece)
+            digits = ("+" if spoken else "") + word_digits(piece[spoken.end() if spoken else 0 :])
+            for char in digits:
                 chars.append(char)
                 starts.append(begin)
                 ends.append(begin + len(piece))

@@ -50,7 +50,7 @@ _TENS = {
     "octante": 80,
     "nonante": 90,
 }
-_ZEROS = {"zéro": 0, "zero": 0}
+_ZEROS = {"zéro": 0, "zero": 0, "oh": 0}
 _ENGLISH = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
@@ -80,8 +80,10 @@ _FRENCH_99 = (
     rf"|{_TEEN}|{_UNIT})"
 )
 _SPACE = r"[-\u2010\u2011 ]"  # one space or hyphen: "huit cent", "deux-cent-dix"
+# "cents" takes its s only at the end: "huit cents douze" is 800 then 12, "huit cent douze" 812.
 _FRENCH_HUNDRED = (
-    rf"(?:(?:deux|trois|quatre|cinq|six|sept|huit|neuf){_SPACE})?cents?(?:{_SPACE}{_FRENCH_99})?"
+    rf"(?:(?:deux|trois|quatre|cinq|six|sept|huit|neuf){_SPACE})?"
+    rf"(?:cent(?:{_SPACE}{_FRENCH_99})?|cents)"
 )
 _EN_UNIT = r"(?:one|two|three|four|five|six|seven|eight|nine)"
 _EN_99 = (
@@ -92,13 +94,25 @@ _EN_99 = (
 )
 _EN_HUNDRED = rf"(?:{_EN_UNIT}{_SPACE})?hundred(?:{_SPACE}(?:and{_SPACE})?{_EN_99})?"
 
-#: One number from 0 to 999 in words, French or English, the longest spelling first.
-WORD_PATTERN = rf"(?:{_FRENCH_HUNDRED}|{_EN_HUNDRED}|{_FRENCH_99}|{_EN_99}|{_ZERO})"
+# A digit said twice or three times ("double zéro", "double oh").
+_REPEATED = rf"(?:double|triple){_SPACE}(?:{_ZERO}|oh|{_UNIT}|{_EN_UNIT})"
+
+#: One number from 0 to 999 in words, French or English, the longest spelling first; a
+#: repeated digit; "oh" for zero, as English speakers read phone numbers.
+WORD_PATTERN = rf"(?:{_REPEATED}|{_FRENCH_HUNDRED}|{_EN_HUNDRED}|{_FRENCH_99}|{_EN_99}|{_ZERO}|oh)"
 
 #: Longest spelling ``WORD_PATTERN`` can match ("quatre cents quatre-vingt-dix-sept", 34).
 MAX_WORD_LENGTH = 34
 
 _SPLIT = regex.compile(r"[-\u2010\u2011\s]+")
+
+
+def word_digits(spelled: str) -> str:
+    """The digits one spelling stands for: "double zéro" -> "00", "douze" -> "12"."""
+    words = [word for word in _SPLIT.split(spelled.lower()) if word]
+    if len(words) == 2 and words[0] in ("double", "triple"):
+        return str(word_value(words[1])) * (2 if words[0] == "double" else 3)
+    return str(word_value(spelled))
 
 
 def word_value(spelled: str) -> int:
