@@ -67,7 +67,7 @@ def cache_secret(data_dir: Path) -> bytes:
     path = data_dir / "cache.key"
     try:
         if not path.exists():
-            data_dir.mkdir(parents=True, exist_ok=True)
+            data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             with contextlib.suppress(FileExistsError):  # another process made it meanwhile
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 try:

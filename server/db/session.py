@@ -21,7 +21,7 @@ def make_engine(database_url: str, **options: Any) -> Engine:
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             path = Path(url.database)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             # SQLite gives its -wal and -shm files the database file's mode.
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         engine = create_engine(url, connect_args={"timeout": 15}, **options)

@@ -45,6 +45,7 @@ def test_no_planted_identifier_survives_in_any_file(database_url: str, tmp_path:
     assert finding.files == {}
     if database_url.startswith("sqlite"):
         assert finding.control_found
+    assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
     for path in (tmp_path / "data").rglob("*"):
         expected = 0o700 if path.is_dir() else 0o600
         assert stat.S_IMODE(path.stat().st_mode) == expected, path
