@@ -28,16 +28,20 @@ def get_settings(services: Annotated[Services, Depends(get_services)]) -> Settin
 
 
 async def get_device(request: Request, services: Annotated[Services, Depends(get_services)]) -> str:
-    """The device of the bearer token. Checked in the database on every request (a revoked
-    token fails at once); when the database is down, a token confirmed valid in the last
-    ``token_cache_max_age_s`` seconds still passes (``server.token_cache``), a revoked one
-    never does once the cache's refresh has seen the revocation."""
+    """The device of the bearer token, from memory when the token was confirmed by the
+    database in the last ``token_cache_max_age_s`` seconds (``server.token_cache``): the card
+    never waits for storage or for a worker thread. A background refresh re-checks every
+    cached token each ``token_refresh_s`` seconds, so a revocation is honoured within that
+    time, database or not. A token not in memory is checked in the database."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token or len(token) > 200:
         raise ApiError(401, "unauthorized")
     key = repository.token_key(token)
+    known = services.tokens.without_database(key)
+    if known is not None:
+        return known
 
     def lookup() -> str | None:
         with services.sessions() as session:
@@ -48,10 +52,7 @@ async def get_device(request: Request, services: Annotated[Services, Depends(get
         device_id = await asyncio.to_thread(lookup)
     except Exception as exc:
         log.warning("token check without database", extra={"error": type(exc).__name__})
-        device_id = services.tokens.without_database(key)
-        if device_id is None:
-            raise ApiError(401, "unauthorized") from exc
-        return device_id
+        raise ApiError(401, "unauthorized") from exc
     if device_id is None:
         services.tokens.forget(key)
         raise ApiError(401, "unauthorized")

@@ -1,10 +1,12 @@
-"""Tokens seen valid, so that a device keeps its card and answers while the database is down,
-without ever honouring a revoked token for longer than a bound.
+"""Tokens seen valid, checked in memory: the card never waits for the database, and a device
+keeps its card and answers while the database is down, without ever honouring a revoked token
+for longer than a bound.
 
-Every request checks its token in the database and stamps the entry; a background refresh
-re-checks all entries every few seconds (one query), dropping revoked ones, so a token revoked
-from another process leaves this cache within one refresh. During an outage an entry is
-accepted only if it was confirmed less than ``max_age_s`` ago. Entries are keyed by the
+A token not in memory is checked in the database, then kept. A background refresh re-checks
+all entries every ``token_refresh_s`` seconds (one query), stamping the valid ones and dropping
+the revoked ones, so a token revoked from another process is refused within one refresh. An
+entry is accepted only if it was confirmed less than ``max_age_s`` ago: while the database is
+away no entry is stamped, and every one expires within that bound. Entries are keyed by the
 token's hash, never the token, and bounded in number (least recently confirmed go first).
 """
 
