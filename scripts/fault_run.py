@@ -28,14 +28,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections import Counter
@@ -45,7 +42,6 @@ from typing import Any
 
 import httpx
 import psycopg
-import uvicorn
 from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -57,6 +53,8 @@ from server.db.session import make_engine, make_session_factory
 from server.main import create_app
 from server.settings import AdmissionSettings, Settings
 from tests.fakes import DEFAULT_MODEL, Behaviour, FakeOllama
+from tests.live_server import serving
+from tests.server.conftest import sse_events
 
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 GAS = "ça sent le gaz très fort dans l'escalier, message {n}"
@@ -86,27 +84,11 @@ def _child(database_url: str, data_dir: Path, ready_file: Path) -> None:
     """The server side: fake model + API on a free port, until terminated."""
     behaviour = Behaviour.normal("Notez chaque épisode dans le journal, avec l'heure. " * 2)
     with FakeOllama(models=[DEFAULT_MODEL], loaded=True, default=behaviour) as fake:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
-        settings = _settings(database_url, fake.url, data_dir)
-        server = uvicorn.Server(
-            uvicorn.Config(
-                create_app(settings, freeze_gc=True),
-                host="127.0.0.1",
-                port=port,
-                log_config=None,
-                log_level="warning",
-                backlog=2048,
-            )
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.02)
-        ready_file.write_text(f"http://127.0.0.1:{port}")
-        thread.join()
+        app = create_app(_settings(database_url, fake.url, data_dir), freeze_gc=True)
+        with serving(app, log_level="warning", backlog=2048) as url:
+            ready_file.write_text(url)
+            while True:  # until the parent terminates this process
+                time.sleep(3600)
 
 
 @dataclass
@@ -136,16 +118,10 @@ async def _send(
                     buffer += chunk
                     while "\n\n" in buffer:
                         block, buffer = buffer.split("\n\n", 1)
-                        if block.startswith(":"):
+                        parsed = sse_events(block)
+                        if not parsed or parsed[0][0] == "heartbeat":
                             continue
-                        kind = data = None
-                        for line in block.splitlines():
-                            if line.startswith("event: "):
-                                kind = line[7:]
-                            elif line.startswith("data: "):
-                                data = json.loads(line[6:])
-                        if kind is None:
-                            continue
+                        kind, data = parsed[0]
                         if not kinds:
                             outcome.first_event_s = time.perf_counter() - started
                         kinds.append(kind)

@@ -8,18 +8,21 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
 
 
 @contextlib.contextmanager
-def serving(app: FastAPI, *, start_timeout_s: float = 20.0) -> Iterator[str]:
-    """Serve ``app`` until the block ends; yields its base URL once it accepts connections."""
+def serving(app: FastAPI, *, start_timeout_s: float = 20.0, **config: Any) -> Iterator[str]:
+    """Serve ``app`` until the block ends; yields its base URL once it accepts connections.
+    ``config`` goes to ``uvicorn.Config`` (``log_level``, ``backlog``...)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
+    config.setdefault("log_config", None)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + start_timeout_s

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from server.db import repository
 from server.db.models import Turn, utcnow
@@ -45,6 +46,14 @@ def _dead_database(client: TestClient) -> Any:
     dead = make_engine(unused_port_url().replace("http://", "postgresql+psycopg://u@") + "/none")
     services.sessions = make_session_factory(dead)
     return live
+
+
+def _claim(session: Session, key: repository.TurnKey, lease: timedelta) -> repository.TurnClaim:
+    """A process claims a calm turn and holds it for ``lease`` (negative: already lapsed)."""
+    return repository.claim_turn(
+        session, key=key, message=CALM, category="rien", rules=[], topics=[], region=None,
+        lease=lease,
+    )  # fmt: skip
 
 
 def _turns(settings: Settings) -> list[Turn]:
@@ -152,10 +161,7 @@ def test_a_retry_after_a_crash_takes_the_abandoned_turn_over(
         device = repository.device_by_token(session, token)
         assert device is not None
         key = repository.TurnKey(device.id, "c1", "m-crash")
-        claim = repository.claim_turn(
-            session, key=key, message=CALM, category="rien", rules=[], topics=[], region=None,
-            lease=timedelta(seconds=-1),
-        )  # fmt: skip
+        claim = _claim(session, key, timedelta(seconds=-1))
     assert claim.claimed
     fake_ollama.enqueue(Behaviour.normal("Notez les horaires dans le journal."))
     answer = _post(client, token, chat_body(CALM, "m-crash")).json()
@@ -171,14 +177,12 @@ def test_start_up_marks_turns_left_running_failed(settings: Settings, token: str
     with make_session_factory(engine)() as session:
         device = repository.device_by_token(session, token)
         assert device is not None
-        expired = repository.claim_turn(
-            session, key=repository.TurnKey(device.id, "c1", "m-old"), message=CALM,
-            category="rien", rules=[], topics=[], region=None, lease=timedelta(seconds=-5),
-        )  # fmt: skip
-        alive = repository.claim_turn(
-            session, key=repository.TurnKey(device.id, "c1", "m-alive"), message=CALM,
-            category="rien", rules=[], topics=[], region=None, lease=timedelta(minutes=5),
-        )  # fmt: skip
+        expired = _claim(
+            session, repository.TurnKey(device.id, "c1", "m-old"), timedelta(seconds=-5)
+        )
+        alive = _claim(
+            session, repository.TurnKey(device.id, "c1", "m-alive"), timedelta(minutes=5)
+        )
     engine.dispose()
     with TestClient(create_app(settings)):
         states = {t.id: t.state for t in _turns(settings)}
@@ -317,10 +321,9 @@ def test_lease_renewal_keeps_a_long_turn_ours(settings: Settings, token: str) ->
     with make_session_factory(engine)() as session:
         device = repository.device_by_token(session, token)
         assert device is not None
-        claim = repository.claim_turn(
-            session, key=repository.TurnKey(device.id, "c1", "m-long"), message=CALM,
-            category="rien", rules=[], topics=[], region=None, lease=timedelta(seconds=-1),
-        )  # fmt: skip
+        claim = _claim(
+            session, repository.TurnKey(device.id, "c1", "m-long"), timedelta(seconds=-1)
+        )
         repository.renew_leases(session, [claim.turn_id], 60)
         assert repository.recover_turns(session) == 0
         turn = session.get(Turn, claim.turn_id)
