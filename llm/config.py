@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
-__all__ = ["Budgets", "ProviderConfig", "ProviderType"]
+__all__ = ["Budgets", "ModelServer", "ProviderConfig", "ProviderType"]
 
 ProviderType = Literal["ollama", "openai_compat", "none"]
 
@@ -33,8 +33,20 @@ class Budgets(BaseModel):
         return self
 
 
+class ModelServer(BaseModel):
+    """One server of the model: where it listens and how many answers it generates at once."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: HttpUrl
+    parallel: int = Field(default=1, ge=1, le=64)
+
+
 class ProviderConfig(BaseModel):
-    """One model server. The API key is read from an environment variable, never stored."""
+    """The model and its server(s). The API key is read from an environment variable, never
+    stored. ``servers`` lists several servers of the same model (each turn goes to one with a
+    free slot, the next when one is down); empty, ``base_url`` and ``parallel`` are the one.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -45,6 +57,17 @@ class ProviderConfig(BaseModel):
     data_class: Literal["local", "external"] = "local"
     api_key_env: str | None = None
     parallel: int = Field(default=1, ge=1, le=64)  # the server's parallel slots
+    servers: tuple[ModelServer, ...] = ()
+
+    def endpoints(self) -> list[ModelServer]:
+        """Every server of the model, in the order turns try them."""
+        return list(self.servers) or [ModelServer(base_url=self.base_url, parallel=self.parallel)]
+
+    def for_server(self, server: ModelServer) -> ProviderConfig:
+        """This configuration, pointed at one of its servers."""
+        return self.model_copy(
+            update={"base_url": server.base_url, "parallel": server.parallel, "servers": ()}
+        )
 
     def api_key(self) -> str | None:
         """The key from the environment at call time; None when unset."""

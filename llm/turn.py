@@ -28,12 +28,12 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from llm.admission import QuotaCounter, Quotas, Slots
+from llm.admission import LocalSlots, QuotaCounter, Quotas, Slots
 from llm.audit import AuditLog
 from llm.audit_scrub import scrub
 from llm.cache import AnswerCache, cache_key
 from llm.config import Budgets
-from llm.errors import ModelError
+from llm.errors import ConnectionRefused, GenerationTimeout, HostNotFound, ModelError
 from llm.fallback import FallbackStatus, fallback_text
 from llm.generation import Generation, generate, remaining_budget
 from llm.leakscan import scan
@@ -133,12 +133,39 @@ class Assistant:
     budgets: Budgets
     book: Callable[[], ContactBook]  # the current directory snapshot
     prompt_contacts: Callable[[str, Sequence[str]], Sequence[PromptContact]]
-    slots: Slots = field(default_factory=Slots)
+    slots: Slots = field(default_factory=LocalSlots)
     quotas: Quotas = field(default_factory=Quotas)
     quota_counter: QuotaCounter | None = None
     options: ChatOptions = field(default_factory=ChatOptions)
     harness: Harness = field(default_factory=Harness)
     style: Literal["inline", "name"] = "inline"
+    # One provider per model server, in the order of the slots' servers (the same model on
+    # each); empty: ``provider`` is the only one.
+    servers: Sequence[Provider] = ()
+
+    def on(self, server: int) -> Provider:
+        """The provider of one model server (an index of ``Grant.server``)."""
+        return self.servers[server] if self.servers else self.provider
+
+    @property
+    def server_count(self) -> int:
+        return len(self.servers) or 1
+
+
+class _Failover(Exception):
+    """A model server could not be reached before anything was generated: try another."""
+
+    def __init__(self, server: int, error: ModelError) -> None:
+        super().__init__(error.status)
+        self.server = server
+        self.error = error
+
+
+def _server_down(error: ModelError) -> bool:
+    """An error that says the server itself is away (not the model, not the request)."""
+    return isinstance(error, (ConnectionRefused, HostNotFound)) or (
+        isinstance(error, GenerationTimeout) and error.kind == "connect"
+    )
 
 
 class _Counted:
@@ -388,6 +415,27 @@ async def _run(turn: _Turn) -> AsyncGenerator[Delta | TurnResult, None]:
 async def _generate(
     turn: _Turn, send: Payload, key: str
 ) -> AsyncGenerator[Delta | TurnResult, None]:
+    """The model's answer, from the first server with a free slot; a server that cannot be
+    reached is marked down and the next one tried, while nothing was sent yet."""
+    assistant = turn.assistant
+    tried: frozenset[int] = frozenset()
+    while True:
+        try:
+            attempt = _attempt(turn, send, key, tried)
+            async with contextlib.aclosing(attempt):
+                async for event in attempt:
+                    yield event
+            return
+        except _Failover as failover:
+            tried |= {failover.server}
+            if len(tried) >= assistant.server_count:
+                yield turn.fallback(failover.error.status, failover.error)
+                return
+
+
+async def _attempt(
+    turn: _Turn, send: Payload, key: str, tried: frozenset[int]
+) -> AsyncGenerator[Delta | TurnResult, None]:
     assistant = turn.assistant
     harness = assistant.harness
     assert turn.decision is not None  # noqa: S101 - set by _run before
@@ -397,17 +445,25 @@ async def _generate(
     renderer = StreamRenderer(assistant.book(), assistant.style)
     first = Generation()
     try:
-        async with assistant.slots.slot() as waited:
-            turn.queue_wait_ms = round(waited * 1000, 2)
+        async with assistant.slots.slot(turn.request.device_id, tried) as grant:
+            turn.queue_wait_ms = round(grant.waited_s * 1000, 2)
             turn.model_called = True
-            pieces = generate(
-                assistant.provider, messages, assistant.options, assistant.budgets, first
-            )
-            async with contextlib.aclosing(pieces):
-                async for piece in pieces:
-                    if streaming and (out := renderer.feed(masker.feed(sanitizer.feed(piece)))):
-                        turn.sent.append(out)
-                        yield Delta(out)
+            provider = assistant.on(grant.server)
+            pieces = generate(provider, messages, assistant.options, assistant.budgets, first)
+            try:
+                async with contextlib.aclosing(pieces):
+                    async for piece in pieces:
+                        if streaming and (out := renderer.feed(masker.feed(sanitizer.feed(piece)))):
+                            turn.sent.append(out)
+                            yield Delta(out)
+            except ModelError as error:
+                if _server_down(error) and not turn.sent and not first.raw:
+                    assistant.slots.mark(grant.server, False)
+                    if len(tried) + 1 < assistant.server_count:
+                        turn.audit(attempt=1, answer="", status=error.status, error=error.audit())
+                        raise _Failover(grant.server, error) from error
+                raise
+            assistant.slots.mark(grant.server, True)
             tail = ""
             if streaming:
                 rest = masker.feed(sanitizer.close()) + masker.close()
@@ -426,7 +482,7 @@ async def _generate(
             )
             final: Generation | None = first
             if errors:
-                final = await _retry(turn, messages, first, errors)
+                final = await _retry(turn, provider, messages, first, errors)
     except ModelError as error:
         if error.stage != "admission":  # a refused slot is not a model call
             turn.audit(attempt=1, answer=first.raw, status=error.status, error=error.audit())
@@ -483,7 +539,11 @@ async def _generate(
 
 
 async def _retry(
-    turn: _Turn, messages: list[Message], first: Generation, errors: list[str]
+    turn: _Turn,
+    provider: Provider,
+    messages: list[Message],
+    first: Generation,
+    errors: list[str],
 ) -> Generation | None:
     """One more try with the list of errors, when the turn's time budget allows it."""
     assistant = turn.assistant
@@ -497,7 +557,7 @@ async def _retry(
     ]
     second = Generation()
     try:
-        pieces = generate(assistant.provider, follow_up, assistant.options, budgets, second)
+        pieces = generate(provider, follow_up, assistant.options, budgets, second)
         async with contextlib.aclosing(pieces):
             async for _ in pieces:
                 pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import os
 import secrets
@@ -60,10 +61,19 @@ class SqlCacheStore:
                 session.commit()
 
 
-def cache_secret(data_dir: Path) -> bytes:
-    """The deployment's key for the cache's MACs and the keyed hashes (``server.privacy``),
-    created on first use, readable by its owner only. Without a writable data folder, a key
-    for this process only (logged): hashes then change at each start."""
+def cache_secret(data_dir: Path, configured: str | None = None) -> bytes:
+    """The deployment's key for the cache's MACs, the keyed hashes (``server.privacy``) and
+    the spool's encryption.
+
+    ``configured`` (the ``secret`` setting) gives every replica on every machine the same
+    key, so that they read each other's cache entries and hash a device alike; it is never
+    used as is, only through a derivation. Without it, a key file in the data folder, created
+    on first use, readable by its owner only (one machine). Without a writable data folder, a
+    key for this process only (logged): hashes then change at each start."""
+    if configured:
+        return hmac.new(
+            configured.encode("utf-8"), b"nuisances deployment key v1", "sha256"
+        ).digest()
     path = data_dir / "cache.key"
     try:
         if not path.exists():

@@ -52,7 +52,30 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "Le stockage est momentanément indisponible ; réessayez dans quelques secondes.",
         "Storage is unavailable for the moment; retry in a few seconds.",
     ),
+    "too_many_turns": (
+        "Deux messages de cet appareil sont déjà en cours : attendez leur réponse avant "
+        "d'en envoyer un autre. Si quelqu'un est en danger maintenant, appelez le 112.",
+        "This device already has two messages in progress: wait for their answers before "
+        "sending another.",
+    ),
     "method_not_allowed": ("Méthode non autorisée.", "Method not allowed."),
+    "body_timeout": (
+        "Le corps de la requête arrive trop lentement : la connexion est fermée. Réessayez.",
+        "The request body arrived too slowly: the connection is closed. Retry.",
+    ),
+    "header_timeout": (
+        "La requête arrive trop lentement : la connexion est fermée. Réessayez.",
+        "The request arrived too slowly: the connection is closed. Retry.",
+    ),
+    "too_many_connections": (
+        "Le service reçoit trop de connexions ; réessayez dans {retry_after_s} secondes.",
+        "The service has too many connections; retry in {retry_after_s} seconds.",
+    ),
+    "too_many_failed_logins": (
+        "Trop de jetons d'accès refusés depuis cette adresse ; réessayez dans "
+        "{retry_after_s} secondes.",
+        "Too many access tokens refused from this address; retry in {retry_after_s} seconds.",
+    ),
     "unsupported_media_type": (
         "Le corps doit être du JSON (Content-Type: application/json).",
         "The body must be JSON (Content-Type: application/json).",
@@ -61,11 +84,19 @@ MESSAGES: dict[str, tuple[str, str]] = {
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, field: str | None = None, **values: Any) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+        **values: Any,
+    ) -> None:
         super().__init__(code)
         self.status = status
         self.code = code
         self.field = field
+        self.headers = headers
         self.values = values
 
 
@@ -86,6 +117,7 @@ def error_response(
         field=field,
         details=details,
         safety=safety,
+        retry_after_s=values.get("retry_after_s"),
     )
     error = body.model_dump(mode="json", exclude_none=True)
     return JSONResponse({"error": error}, status, headers=headers)
@@ -132,6 +164,8 @@ def _api(request: Request, exc: Exception) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
     if exc.status == 503:
         headers = {"Retry-After": "5"}
+    if exc.headers:
+        headers = {**(headers or {}), **exc.headers}
     return error_response(exc.status, exc.code, exc.field, headers=headers, **exc.values)
 
 

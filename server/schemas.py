@@ -181,6 +181,9 @@ class ErrorBody(BaseModel):
     details: list[dict[str, Any]] | None = None
     safety: SafetyPayload | None = Field(
         default=None,
-        description="On a chat request refused after detection (idempotency_conflict): the "
-        "card of the message actually received, to show as always.",
+        description="On a chat request refused after detection (idempotency_conflict, "
+        "too_many_turns): the card of the message actually received, to show as always.",
+    )
+    retry_after_s: int | None = Field(
+        default=None, description="When a refused request may be sent again (as Retry-After)."
     )

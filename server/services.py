@@ -12,18 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from prometheus_client import multiprocess
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from directory.contact import Contact
 from directory.snapshot import Directory, DirectoryStore
-from llm.admission import Quotas, Slots
+from llm.admission import LocalSlots, Quotas, Slots
 from llm.audit import AuditLog
 from llm.cache import AnswerCache
 from llm.prompting import PromptContact
@@ -35,7 +37,8 @@ from safety import Detection, detect
 from server.cache_store import SqlCacheStore, cache_secret
 from server.db import repository
 from server.db.session import make_engine, make_session_factory
-from server.metrics import Metrics
+from server.metrics import Metrics, multiprocess_dir
+from server.pg_slots import PgSlots
 from server.privacy import Tags
 from server.settings import Settings
 from server.spool import Spool
@@ -112,14 +115,19 @@ class Services:
     def build(cls, settings: Settings, provider: Provider | None = None) -> Services:
         engine = make_engine(settings.database_url)
         sessions = make_session_factory(engine)
-        secret = cache_secret(settings.data_dir)
-        store = DirectoryStore()
-        chosen = provider or build_provider(settings.provider, settings.budgets)
-        slots = Slots(
-            parallel=settings.provider.parallel,
-            max_waiting=settings.admission.max_waiting,
-            wait_s=settings.admission.wait_s,
+        secret = cache_secret(
+            settings.data_dir, settings.secret.get_secret_value() if settings.secret else None
         )
+        store = DirectoryStore()
+        endpoints = settings.provider.endpoints()
+        if provider is None:
+            servers = [
+                build_provider(settings.provider.for_server(e), settings.budgets) for e in endpoints
+            ]
+        else:  # the tests' fake: one server
+            servers, endpoints = [provider], endpoints[:1]
+        chosen = servers[0]
+        slots = _slots(settings, [(str(e.base_url), e.parallel) for e in endpoints])
         assistant = Assistant(
             provider=chosen,
             budgets=settings.budgets,
@@ -132,6 +140,7 @@ class Services:
             options=ChatOptions(num_predict=settings.budgets.num_predict),
             harness=_harness(settings, sessions, secret),
             style=settings.contact_style,
+            servers=servers if len(servers) > 1 else (),
         )
         return cls(
             settings=settings,
@@ -168,10 +177,16 @@ class Services:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        with contextlib.suppress(Exception):
-            await self.provider.aclose()
+        for server in self.assistant.servers or [self.provider]:
+            with contextlib.suppress(Exception):
+                await server.aclose()
+        if isinstance(self.assistant.slots, PgSlots):
+            with contextlib.suppress(Exception):
+                await self.assistant.slots.close()
         self.assistant.harness.audit.close()
         self.engine.dispose()
+        if multiprocess_dir() is not None:  # this worker's live gauges leave the sums
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
         self._detector.shutdown(wait=False)
 
     async def _maintenance(self) -> None:
@@ -181,6 +196,7 @@ class Services:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.settings.spool_replay_s)
+            self.metrics.sample()
             await self.maintain()
             if loop.time() - last_refresh >= self.settings.token_refresh_s:
                 last_refresh = loop.time()
@@ -270,20 +286,27 @@ class Services:
             await asyncio.sleep(self.settings.health_interval_s)
 
     async def check_model(self) -> Health:
-        try:
-            health = await self.provider.health()
-        except Exception as exc:
-            health = Health(
-                self.settings.provider.name,
-                self.settings.provider.model,
-                False,
-                False,
-                None,
-                detail=type(exc).__name__,
-            )
-        self.model_health = health
-        self.metrics.model_up.set(1 if health.ok else 0)
-        return health
+        """Ask every model server; each one's answer marks it up or down for the slots. The
+        health reported is the first server's that is up (or the first's)."""
+        found: list[Health] = []
+        for number, server in enumerate(self.assistant.servers or [self.provider]):
+            try:
+                health = await server.health()
+            except Exception as exc:
+                health = Health(
+                    self.settings.provider.name,
+                    self.settings.provider.model,
+                    False,
+                    False,
+                    None,
+                    detail=type(exc).__name__,
+                )
+            self.assistant.slots.mark(number, health.ok)
+            found.append(health)
+        chosen = next((h for h in found if h.ok), found[0])
+        self.model_health = chosen
+        self.metrics.model_up.set(1 if chosen.ok else 0)
+        return chosen
 
     def database_ok(self) -> bool:
         try:
@@ -292,6 +315,26 @@ class Services:
             return True
         except Exception:
             return False
+
+
+def _slots(settings: Settings, servers: list[tuple[str, int]]) -> Slots:
+    """Slots shared through PostgreSQL when the database is PostgreSQL (several processes
+    may serve), else counted in this one process (SQLite: one process)."""
+    admission = settings.admission
+    if settings.database_url.startswith("postgresql"):
+        return PgSlots(
+            settings.database_url,
+            servers,
+            max_waiting=admission.max_waiting,
+            wait_s=admission.wait_s,
+            device_waiting=admission.device_waiting,
+        )
+    return LocalSlots(
+        [parallel for _, parallel in servers],
+        max_waiting=admission.max_waiting,
+        wait_s=admission.wait_s,
+        device_waiting=admission.device_waiting,
+    )
 
 
 def _harness(settings: Settings, sessions: sessionmaker[Session], secret: bytes) -> Harness:

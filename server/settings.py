@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,7 +22,7 @@ from llm.config import Budgets, ProviderConfig
 from llm.policy import PolicyConfig
 from llm.pseudonymize import PseudonymizeConfig
 
-__all__ = ["AdmissionSettings", "Settings", "SettingsError", "load_settings"]
+__all__ = ["AdmissionSettings", "LimitsSettings", "Settings", "SettingsError", "load_settings"]
 
 
 class AdmissionSettings(BaseModel):
@@ -32,6 +32,29 @@ class AdmissionSettings(BaseModel):
     wait_s: float = Field(default=20.0, ge=0)
     quota_per_device: int | None = Field(default=200, ge=1)
     quota_global: int | None = Field(default=2_000, ge=1)
+    # Turns one device may have in flight at once; more are refused (429) with their card.
+    device_turns: int = Field(default=2, ge=1, le=20)
+    # Waiting places one device may hold: the others stay open to other devices.
+    device_waiting: int = Field(default=1, ge=1, le=100)
+    retry_after_s: int = Field(default=5, ge=1)  # told to a refused client (busy, too many)
+
+
+class LimitsSettings(BaseModel):
+    """What keeps the service up under abuse (per API process)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_connections: int = Field(default=1_000, ge=10)
+    header_timeout_s: float = Field(default=10.0, gt=0)  # request line and headers
+    body_timeout_s: float = Field(default=10.0, gt=0)  # between two pieces of a body
+    # Longer than the idle time clients are told to keep (60 s): the client always closes
+    # an idle connection first, so a request never meets a connection the server is closing.
+    keep_alive_s: float = Field(default=75.0, gt=0)
+    auth_failures: int = Field(default=20, ge=1)  # failed tokens per address per window
+    auth_window_s: float = Field(default=60.0, gt=0)
+    log_interval_s: float = Field(default=10.0, gt=0)  # one line per condition per interval
+    # Addresses of reverse proxies whose X-Forwarded-For is believed (comma-separated).
+    forwarded_allow_ips: str = "127.0.0.1"
 
 
 class Settings(BaseSettings):
@@ -45,6 +68,7 @@ class Settings(BaseSettings):
     provider: ProviderConfig = ProviderConfig()
     budgets: Budgets = Budgets()
     admission: AdmissionSettings = AdmissionSettings()
+    limits: LimitsSettings = LimitsSettings()
     warm_up: bool = True  # load the model at start-up (in the background)
     message_max_chars: int = Field(default=2_000, ge=1, le=20_000)
     body_max_bytes: int = Field(default=32_768, ge=1_024)
@@ -68,6 +92,11 @@ class Settings(BaseSettings):
     answer_max_chars: int = Field(default=2_500, ge=100)
     cache_ttl_s: float = Field(default=7 * 24 * 3600, ge=0)  # 0 disables the answer cache
     data_dir: Path = Path("data")  # audit log and the cache's key live here
+    # One secret for every API process and machine of a deployment (cache MACs, keyed hashes,
+    # spool key). Unset: a key file in data_dir, which is right for one machine only.
+    secret: SecretStr | None = Field(default=None, min_length=32)
+    # API processes (`nuisances serve`); more than one needs PostgreSQL (shared state).
+    workers: int = Field(default=1, ge=1, le=32)
     audit_max_bytes: int = Field(default=10_000_000, ge=10_000)
     audit_backups: int = Field(default=5, ge=0)
     create_first_token: bool = True  # the first `serve` with no device creates and prints one

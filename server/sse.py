@@ -10,23 +10,33 @@ from typing import Any
 
 import anyio
 from pydantic import BaseModel
-from starlette.responses import StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from server.errors import error_response
-from server.turns import Event
+from server.turns import Event, Refusal
 
-__all__ = ["HEARTBEAT", "ClosingStreamingResponse", "encode", "sse_stream"]
+__all__ = ["HEARTBEAT", "ClosingStreamingResponse", "encode", "refusal_response", "sse_stream"]
 
 HEARTBEAT = b": heartbeat\n\n"
 _CLEANUP_S = 10.0
 
 
+def refusal_response(refusal: Refusal) -> JSONResponse:
+    """A request refused after detection, card included (and ``Retry-After`` when given)."""
+    retry = refusal.retry_after_s
+    return error_response(
+        refusal.status,
+        refusal.code,
+        safety=refusal.safety,
+        headers=None if retry is None else {"Retry-After": str(retry)},
+        retry_after_s=retry,
+    )
+
+
 def encode(kind: str, payload: Any) -> bytes:
     if kind == "error":  # a Refusal: the same body as the JSON error response
-        data = bytes(
-            error_response(payload.status, payload.code, safety=payload.safety).body
-        ).decode()
+        data = bytes(refusal_response(payload).body).decode()
     elif isinstance(payload, BaseModel):
         data = payload.model_dump_json()
     else:

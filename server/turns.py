@@ -55,6 +55,7 @@ class Refusal:
     status: int
     code: str
     safety: SafetyPayload
+    retry_after_s: int | None = None  # when the client may send again (429)
 
 
 def _contacts_payload(services: Services, ids: tuple[str, ...]) -> list[dict[str, str]]:
@@ -183,6 +184,12 @@ async def _answer(
             break
         # The first try ended without an answer (cancelled): look again, then claim it.
 
+    # At most ``device_turns`` turns of one device at once: here first (it holds while the
+    # database is away), then across processes when the turn is claimed.
+    limit = settings.admission.device_turns
+    if sum(1 for k in services.in_flight if k.device_id == device_id) >= limit:
+        yield _too_many(services, safety)
+        return
     mine = InFlight(digest, asyncio.get_running_loop().create_future())
     services.in_flight[key] = mine
     try:
@@ -234,6 +241,7 @@ async def _claimed(
                 topics=detection.topics,
                 region=request.region,
                 lease=lease(services),
+                max_running=settings.admission.device_turns,
             )
         except Exception as exc:
             log.warning("database unavailable for a turn", extra={"error": type(exc).__name__})
@@ -241,6 +249,9 @@ async def _claimed(
             prepared = None
             break
         claim = prepared.claim
+        if claim.state == "too_many":
+            yield _too_many(services, safety)
+            return
         if claim.state == "conflict":
             services.metrics.conflicts.inc()
             yield ("error", Refusal(409, "idempotency_conflict", safety))
@@ -325,6 +336,12 @@ async def _claimed(
     )
     mine.future.set_result(response.model_dump(mode="json"))
     yield ("done", response)
+
+
+def _too_many(services: Services, safety: SafetyPayload) -> Event:
+    services.metrics.refused.labels("too_many_turns").inc()
+    retry = services.settings.admission.retry_after_s
+    return ("error", Refusal(429, "too_many_turns", safety, retry))
 
 
 def _observe(services: Services, detection: Detection, result: TurnResult) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, text, true, update
+from sqlalchemy import delete, func, select, text, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -182,14 +182,34 @@ def claim_turn(
     topics: Sequence[str],
     region: str | None,
     lease: timedelta,
+    max_running: int | None = None,
 ) -> TurnClaim:
     """Insert the turn as running, or report the existing one. The unique constraint on the
     key makes this safe across processes. A turn stored under the key with another message is
     a conflict. A cancelled or failed turn, or one whose lease ran out (its process crashed
-    or lost the database), is taken over."""
+    or lost the database), is taken over.
+
+    ``max_running``: a new turn is refused (state ``too_many``) while the device already has
+    that many turns running under a live lease, whichever process runs them. On PostgreSQL the
+    count and the insert hold a transaction-level advisory lock on the device, so two
+    processes cannot both take the last place."""
     digest = message_digest(message)
     existing = _existing(session, key)
     now = utcnow()
+    if max_running is not None and (existing is None or existing.state != "running"):
+        if session.get_bind().dialect.name == "postgresql":
+            session.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                {"key": f"nuisances:device-turns:{key.device_id}"},
+            )
+        running = session.scalar(
+            select(func.count())
+            .select_from(Turn)
+            .where(Turn.device_id == key.device_id, Turn.state == "running", Turn.lease_until > now)
+        )
+        if (running or 0) >= max_running:
+            session.rollback()
+            return TurnClaim(0, False, "too_many", None, None)
     if existing is None:
         conversation = _conversation(session, key.device_id, key.conversation_id)
         turn = Turn(

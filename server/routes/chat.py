@@ -8,9 +8,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from server.deps import DeviceId, ServicesDep
-from server.errors import ApiError, error_response
+from server.errors import ApiError
 from server.schemas import ChatRequest, ChatResponse, ErrorBody
-from server.sse import ClosingStreamingResponse, sse_stream
+from server.sse import ClosingStreamingResponse, refusal_response, sse_stream
 from server.turns import run_chat
 
 router = APIRouter(prefix="/v1", tags=["chat"])
@@ -27,6 +27,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
             "card all the same; send it again with a new id.",
         ),
         (413, "Body too large"),
+        (
+            429,
+            "too_many_turns: this device already has `admission.device_turns` (2) turns in "
+            "flight; `Retry-After` says when to send again. The body carries the message's "
+            "`safety` card all the same.",
+        ),
         (422, "Invalid fields: empty, too long, control characters..."),
     )
 }
@@ -60,5 +66,5 @@ async def chat(body: ChatRequest, request: Request, device: DeviceId, services: 
         if kind == "done":
             return JSONResponse(payload.model_dump(mode="json"))
         if kind == "error":
-            return error_response(payload.status, payload.code, safety=payload.safety)
+            return refusal_response(payload)
     raise RuntimeError("a turn ended without its done event")  # pragma: no cover

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from server.deps import ServicesDep
 
@@ -45,4 +45,4 @@ async def readyz(services: ServicesDep) -> JSONResponse:
 
 @router.get("/metrics")
 async def metrics(services: ServicesDep) -> Response:
-    return Response(generate_latest(services.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(services.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from directory.snapshot import Directory
-from llm.admission import Quotas, Slots
+from llm.admission import LocalSlots, Quotas
 from llm.config import Budgets, ProviderConfig
 from llm.fallback import EMERGENCY_LINE
 from llm.prompting import PromptContact
@@ -192,7 +192,7 @@ async def test_quotas(fake: FakeOllama, counts: tuple[int, int], status: str) ->
 
 
 async def test_busy_when_the_slot_is_taken_and_the_queue_full(fake: FakeOllama) -> None:
-    slots = Slots(parallel=1, max_waiting=0, wait_s=0.1)
+    slots = LocalSlots(parallel=1, max_waiting=0, wait_s=0.1)
     assistant = _assistant(fake.url, slots=slots)
     fake.enqueue(Behaviour.normal("lente", chunk_size=1, delay=0.1))
     first = asyncio.create_task(_run(assistant, NOISE))
@@ -203,7 +203,7 @@ async def test_busy_when_the_slot_is_taken_and_the_queue_full(fake: FakeOllama) 
 
 
 async def test_busy_after_waiting_too_long(fake: FakeOllama) -> None:
-    slots = Slots(parallel=1, max_waiting=2, wait_s=0.1)
+    slots = LocalSlots(parallel=1, max_waiting=2, wait_s=0.1)
     assistant = _assistant(fake.url, slots=slots)
     fake.enqueue(Behaviour.normal("une réponse lente", chunk_size=1, delay=0.05))
     first = asyncio.create_task(_run(assistant, NOISE))
@@ -228,3 +228,27 @@ async def test_cancelling_the_turn_closes_the_upstream(fake: FakeOllama) -> None
     with pytest.raises(asyncio.CancelledError):
         await task
     assert _saw_disconnect(fake, before)
+
+
+async def test_a_model_server_that_is_down_hands_the_turn_to_the_next(fake: FakeOllama) -> None:
+    down = OllamaProvider(ProviderConfig(base_url=unused_port_url(), model=DEFAULT_MODEL), BUDGETS)
+    up = OllamaProvider(ProviderConfig(base_url=fake.url, model=DEFAULT_MODEL), BUDGETS)
+    slots = LocalSlots([1, 1], max_waiting=0, wait_s=0)
+    assistant = _assistant(fake.url, provider=down, servers=[down, up], slots=slots)
+    fake.enqueue(Behaviour.normal("Notez la date de chaque épisode.", chunk_size=4))
+    _, result = await _run(assistant, NOISE)
+    assert (result.source, result.status) == ("llm", "ok")
+    assert "Notez la date" in result.text
+    # The server found down is the second choice from now on, while the other one is free.
+    async with slots.slot() as grant:
+        assert grant.server == 1
+
+
+async def test_every_server_down_gives_the_fallback(fake: FakeOllama) -> None:
+    servers = [
+        OllamaProvider(ProviderConfig(base_url=unused_port_url(), model=DEFAULT_MODEL), BUDGETS)
+        for _ in range(2)
+    ]
+    assistant = _assistant(fake.url, provider=servers[0], servers=servers, slots=LocalSlots([1, 1]))
+    _, result = await _run(assistant, NOISE)
+    assert (result.source, result.status) == ("fallback", "unavailable")

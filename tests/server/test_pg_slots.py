@@ -1,0 +1,160 @@
+"""Model slots shared through PostgreSQL advisory locks: across processes, fair, crash-safe."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from llm.errors import Busy
+from server.pg_slots import PgSlots
+from tests.database import postgres_database
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def database_url() -> Iterator[str]:
+    with postgres_database() as url:
+        yield url
+
+
+def _server() -> str:
+    """A model server URL of its own per test: its slots are locks no other test holds."""
+    return f"http://pc-llm-{uuid.uuid4().hex[:8]}:11434"
+
+
+async def test_two_processes_never_hold_one_slot_twice(database_url: str) -> None:
+    server = _server()
+    first = PgSlots(database_url, [(server, 1)], max_waiting=0, wait_s=0)
+    second = PgSlots(database_url, [(server, 1)], max_waiting=0, wait_s=0)
+    try:
+        async with first.slot("a"):
+            with pytest.raises(Busy, match="already waiting"):
+                async with second.slot("b"):
+                    pass
+        async with second.slot("b") as grant:  # released: the other one gets it
+            assert grant.server == 0
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_waiter_in_another_process_gets_the_slot_when_it_frees(database_url: str) -> None:
+    server = _server()
+    first = PgSlots(database_url, [(server, 1)], max_waiting=2, wait_s=5, poll_s=0.02)
+    second = PgSlots(database_url, [(server, 1)], max_waiting=2, wait_s=5, poll_s=0.02)
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with first.slot("a"):
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await asyncio.sleep(0.2)
+
+    async def wait() -> float:
+        async with second.slot("b") as grant:
+            return grant.waited_s
+
+    waiter = asyncio.create_task(wait())
+    await asyncio.sleep(0.3)
+    assert not waiter.done()
+    assert second.waiting == 1
+    release.set()
+    await holder
+    assert await waiter >= 0.3
+    await first.close()
+    await second.close()
+
+
+async def test_one_device_holds_one_waiting_place_across_processes(database_url: str) -> None:
+    server = _server()
+    slots = [PgSlots(database_url, [(server, 1)], max_waiting=4, wait_s=3) for _ in range(3)]
+    release = asyncio.Event()
+
+    async def hold(instance: PgSlots, device: str) -> None:
+        async with instance.slot(device):
+            await release.wait()
+
+    holder = asyncio.create_task(hold(slots[0], "greedy"))
+    await asyncio.sleep(0.2)
+    waiting = asyncio.create_task(hold(slots[1], "greedy"))
+    await asyncio.sleep(0.2)
+    with pytest.raises(Busy, match="already waits"):
+        async with slots[2].slot("greedy"):
+            pass
+    other = asyncio.create_task(hold(slots[2], "other"))
+    await asyncio.sleep(0.2)
+    assert not other.done()  # waiting, not refused
+    release.set()
+    await asyncio.gather(holder, waiting, other)
+    for instance in slots:
+        await instance.close()
+
+
+def test_a_crashed_process_frees_its_slot(database_url: str) -> None:
+    """A process killed while it generates: PostgreSQL ends its session, and its lock."""
+    server = _server()
+    child = subprocess.Popen(  # noqa: S603 - this interpreter, fixed code
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import asyncio, os, sys
+                from server.pg_slots import PgSlots
+
+                async def main():
+                    slots = PgSlots({database_url!r}, [({server!r}, 1)], max_waiting=0, wait_s=0)
+                    async with slots.slot("crashing"):
+                        print("held", flush=True)
+                        sys.stdin.readline()
+                        os._exit(9)  # no cleanup at all, as a crash
+
+                asyncio.run(main())
+                """
+            ),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdin is not None
+    assert child.stdout.readline().strip() == "held"
+
+    async def try_now(wait_s: float) -> int:
+        slots = PgSlots(database_url, [(server, 1)], max_waiting=1, wait_s=wait_s)
+        try:
+            async with slots.slot("survivor") as grant:
+                return grant.server
+        finally:
+            await slots.close()
+
+    with pytest.raises(Busy):  # held by the child
+        asyncio.run(try_now(0.2))
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    assert child.wait(timeout=10) == 9
+    assert asyncio.run(try_now(5.0)) == 0
+
+
+async def test_without_the_database_slots_are_counted_in_the_process() -> None:
+    slots = PgSlots(
+        "postgresql+psycopg://nobody@127.0.0.1:1/none", [("http://x:1", 1)], max_waiting=0
+    )
+    async with slots.slot("a") as grant:
+        assert grant.server == 0
+        with pytest.raises(Busy):  # the bound still holds, in this process
+            async with slots.slot("b"):
+                pass
