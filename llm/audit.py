@@ -13,15 +13,21 @@ timings, and the error. Never an API key, a bearer token, a raw identifier or ra
 Erasure reaches it: ``erase(conversation_tag)`` rewrites the files without that
 conversation's lines, and ``purge(before)`` drops lines older than the retention. Files are
 created readable by their owner only (0600).
+
+Several processes (API workers, ``nuisances db purge`` from cron) share the files of a
+machine: every append, rotation and rewrite holds an exclusive ``flock`` on ``audit.lock``
+beside them, and a writer whose file was rotated or rewritten by another process reopens the
+current one before writing, so no line lands in a file that was renamed or replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,8 +44,35 @@ class AuditLog:
         self.backups = backups
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._lock_fd: int | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._lock_fd = os.open(path.with_name("audit.lock"), os.O_RDWR | os.O_CREAT, _MODE)
+            self._fd = self._open()
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """This thread and every other process: one writer at a time on the files."""
+        with self._lock:
+            if self._lock_fd is None:
+                yield
+                return
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _current(self) -> None:
+        """Reopen the file when another process rotated or rewrote it (under the lock)."""
+        assert self.path is not None  # noqa: S101 - only called with a path
+        try:
+            same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino  # type: ignore[arg-type]
+        except FileNotFoundError:
+            same = False
+        if not same:
+            if self._fd is not None:
+                os.close(self._fd)
             self._fd = self._open()
 
     def _open(self) -> int:
@@ -64,9 +97,10 @@ class AuditLog:
             default=str,
         )
         data = (line + "\n").encode("utf-8", "replace")
-        with self._lock:
+        with self._exclusive():
             if self._fd is None:
                 return
+            self._current()
             if os.fstat(self._fd).st_size + len(data) > self.max_bytes:
                 self._rotate()
             os.write(self._fd, data)
@@ -89,7 +123,7 @@ class AuditLog:
         """Rewrite every file with the lines ``keep`` accepts; the number of lines dropped.
         Each file is replaced atomically (a new file, fsync'd, renamed over the old one)."""
         dropped = 0
-        with self._lock:
+        with self._exclusive():
             for path in self.files():
                 kept: list[str] = []
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -135,7 +169,8 @@ class AuditLog:
 
     def close(self) -> None:
         with self._lock:
-            if self._fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(self._fd)
-                self._fd = None
+            for fd in (self._fd, self._lock_fd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self._fd = self._lock_fd = None

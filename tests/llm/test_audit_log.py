@@ -57,3 +57,38 @@ def test_retention_drops_old_lines(tmp_path: Path) -> None:
     assert log.purge(datetime.now(UTC) - timedelta(days=30)) == 1
     assert [line["n"] for line in _lines(log)] == [1]
     log.close()
+
+
+def _write_lines(path: str, writer: int, count: int) -> None:
+    log = AuditLog(Path(path), max_bytes=20_000, backups=50)
+    for n in range(count):
+        log.record({"conversation": f"w{writer}", "n": n, "pad": "z" * 60})
+    log.close()
+
+
+def test_processes_sharing_the_files_lose_no_line_through_rotations_and_erasure(
+    tmp_path: Path,
+) -> None:
+    """Two writer processes rotate the same files while a third erases one conversation:
+    every line of the other writer is there once, none of the erased one is left."""
+    import multiprocessing
+
+    path = tmp_path / "audit.jsonl"
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_write_lines, args=(str(path), w, 600)) for w in (1, 2)]
+    for process in writers:
+        process.start()
+    eraser = AuditLog(path, max_bytes=20_000, backups=50)
+    erased = 0
+    while any(p.is_alive() for p in writers):
+        erased += eraser.erase("w2")
+    for process in writers:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    erased += eraser.erase("w2")
+    lines = _lines(eraser)
+    assert len(eraser.files()) > 2  # the writers did rotate
+    assert sorted(line["n"] for line in lines if line["conversation"] == "w1") == list(range(600))
+    assert not [line for line in lines if line["conversation"] == "w2"]
+    assert erased == 600
+    eraser.close()
