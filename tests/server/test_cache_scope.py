@@ -83,3 +83,39 @@ def test_an_answer_with_a_placeholder_is_never_shown_nor_cached(
     again = _post(client, token, chat_body(f"{QUESTION} ce soir", "p3", "conv-p3"))
     assert again["source"] == "llm"
     assert "PERS-" not in again["text"]
+
+
+def test_replicas_with_one_secret_share_the_cache_and_the_hashes(
+    settings: Settings, token: str, fake_ollama: FakeOllama
+) -> None:
+    """Two machines (two data folders) on one database: with the deployment's ``secret`` they
+    read each other's cached answers and name a device alike; with a key file each, they
+    cannot (an entry signed by the other is rejected as tampered)."""
+    import tempfile
+    from pathlib import Path
+
+    from pydantic import SecretStr
+
+    from server.main import create_app
+
+    secret = SecretStr("s3cr3t-" * 6)
+    machines = [
+        settings.model_copy(
+            update={"data_dir": Path(tempfile.mkdtemp(prefix="replica-")), "secret": secret}
+        )
+        for _ in range(2)
+    ]
+    fake_ollama.enqueue(Behaviour.normal("Notez chaque nuit de tapage dans le journal."))
+    with TestClient(create_app(machines[0])) as first:
+        made = _post(first, token, chat_body(QUESTION, "r1", "conv-r1"))
+        tag = first.app.state.services.tags.device("x")  # type: ignore[attr-defined]
+    with TestClient(create_app(machines[1])) as second:
+        reused = _post(second, token, chat_body(QUESTION, "r2", "conv-r2"))
+        assert second.app.state.services.tags.device("x") == tag  # type: ignore[attr-defined]
+    assert made["source"] == "llm"
+    assert (reused["source"], reused["text"]) == ("cache", made["text"])
+
+    alone = settings.model_copy(update={"data_dir": Path(tempfile.mkdtemp(prefix="alone-"))})
+    fake_ollama.enqueue(Behaviour.normal("Une réponse générée à nouveau."))
+    with TestClient(create_app(alone)) as third:
+        assert _post(third, token, chat_body(QUESTION, "r3", "conv-r3"))["source"] == "llm"
