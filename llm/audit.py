@@ -151,6 +151,38 @@ class AuditLog:
                     self._fd = self._open()
         return dropped
 
+    def apply_erasures(self, pending: Callable[[int], list[tuple[int, str]]]) -> int:
+        """Apply the erasures recorded since the last applied on this machine: ``pending``
+        gives (id, conversation tag) after an id. The last id applied is kept beside the
+        files (``erasures.applied``), so a machine that was off applies what it missed. An
+        erasure applied twice drops nothing the second time. The number of lines dropped."""
+        if self.path is None:
+            return 0
+        marker = self.path.with_name("erasures.applied")
+        try:
+            last = int(marker.read_text(encoding="ascii").strip() or 0)
+        except (FileNotFoundError, ValueError):
+            last = 0
+        dropped = 0
+        found = pending(last)
+        for erasure_id, tag in found:
+            dropped += self.erase(tag)
+            last = max(last, erasure_id)
+        if found:
+            with self._exclusive():
+                try:
+                    current = int(marker.read_text(encoding="ascii").strip() or 0)
+                except (FileNotFoundError, ValueError):
+                    current = 0
+                temporary = marker.with_name(marker.name + f".{os.getpid()}.tmp")
+                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _MODE)
+                try:
+                    os.write(fd, str(max(last, current)).encode("ascii"))
+                finally:
+                    os.close(fd)
+                os.replace(temporary, marker)
+        return dropped
+
     def erase(self, conversation_tag: str) -> int:
         """Drop every line of one conversation (its keyed hash); the number dropped."""
         return self._rewrite(lambda entry: entry.get("conversation") != conversation_tag)

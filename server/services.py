@@ -212,6 +212,10 @@ class Services:
             if running:
                 self._call(repository.renew_leases, running, self.settings.turn_lease_s)
             replayed = self.spool.replay(self.restore) if self.spool.size() else 0
+            # Erasures served by another process or machine reach this machine's audit files.
+            self.assistant.harness.audit.apply_erasures(
+                lambda last: self._call(repository.erasures_after, last)
+            )
             return replayed, self._call(repository.recover_turns)
 
         try:

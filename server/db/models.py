@@ -125,3 +125,17 @@ class QuotaUsage(Base):
     day: Mapped[str] = mapped_column(String(10), primary_key=True)  # YYYY-MM-DD
     scope: Mapped[str] = mapped_column(String(64), primary_key=True)
     calls: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class AuditErasure(Base):
+    """An erasure every machine applies to its own audit files (by the conversation's keyed
+    hash, never its id), until retention drops it."""
+
+    __tablename__ = "audit_erasures"
+    __table_args__ = {"sqlite_autoincrement": True}  # noqa: RUF012 - SQLAlchemy's own form
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, index=True
+    )

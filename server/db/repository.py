@@ -19,7 +19,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from server.auth import hash_token, new_token, token_prefix
-from server.db.models import CachedAnswer, Conversation, Device, QuotaUsage, Turn, utcnow
+from server.db.models import (
+    AuditErasure,
+    CachedAnswer,
+    Conversation,
+    Device,
+    QuotaUsage,
+    Turn,
+    utcnow,
+)
 
 __all__ = [
     "Prepared",
@@ -459,8 +467,20 @@ def erase_conversation(
     count = len(conversation.turns)
     session.execute(delete(CachedAnswer).where(CachedAnswer.conversation == cache_tag))
     session.delete(conversation)  # its turns go with it (cascade)
+    # Every machine's audit files must lose the conversation too (``erasures_after``).
+    session.add(AuditErasure(conversation=cache_tag))
     session.commit()
     return count
+
+
+def erasures_after(session: Session, last_id: int) -> list[tuple[int, str]]:
+    """Erasures recorded after ``last_id``, oldest first: (id, conversation's keyed hash)."""
+    rows = session.execute(
+        select(AuditErasure.id, AuditErasure.conversation)
+        .where(AuditErasure.id > last_id)
+        .order_by(AuditErasure.id)
+    )
+    return [(int(row[0]), str(row[1])) for row in rows]
 
 
 def compact(session: Session) -> None:
@@ -485,5 +505,8 @@ def purge_older_than(session: Session, age: timedelta) -> tuple[int, int]:
         session.execute(delete(Conversation).where(Conversation.id.in_(empty)))
     )
     session.execute(delete(CachedAnswer).where(CachedAnswer.created_at < cutoff.timestamp()))
+    # An erasure older than the retention has nothing left to erase: the audit lines it was
+    # for are older still, and go with the same purge on every machine.
+    session.execute(delete(AuditErasure).where(AuditErasure.created_at < cutoff))
     session.commit()
     return turns, conversations

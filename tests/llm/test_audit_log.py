@@ -88,7 +88,9 @@ def test_processes_sharing_the_files_lose_no_line_through_rotations_and_erasure(
     erased += eraser.erase("w2")
     lines = _lines(eraser)
     assert len(eraser.files()) > 2  # the writers did rotate
-    assert sorted(line["n"] for line in lines if line["conversation"] == "w1") == list(range(600))
+    assert sorted(int(str(line["n"])) for line in lines if line["conversation"] == "w1") == list(
+        range(600)
+    )
     assert not [line for line in lines if line["conversation"] == "w2"]
     assert erased == 600
     eraser.close()
