@@ -20,7 +20,7 @@ from server.routes import chat, conversations, directory, operations
 from server.services import Services
 from server.settings import Settings, load_settings
 
-__all__ = ["create_app"]
+__all__ = ["app_for_workers", "app_from_environment", "create_app"]
 
 DESCRIPTION = """
 The backend of the *journal des nuisances* assistant. Every message goes first through a
@@ -77,7 +77,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
     )
-    app.add_middleware(BodyLimit, limit=chosen.body_max_bytes)
+    app.add_middleware(BodyLimit, limit=chosen.body_max_bytes, timeout=chosen.limits.body_timeout_s)
     app.add_middleware(RequestContext)
     install_error_handlers(app)
     for module in (chat, directory, conversations, operations):
@@ -88,5 +88,13 @@ def create_app(
 def app_from_environment() -> FastAPI:
     """For ``uvicorn server.main:app_from_environment --factory``."""
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.limits.log_interval_s)
     return create_app(settings, freeze_gc=True)
+
+
+def app_for_workers() -> FastAPI:
+    """For each worker of ``nuisances serve --workers N`` (``uvicorn --factory``): settings
+    from the environment, as the parent read them; the parent ran the migrations once."""
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.limits.log_interval_s)
+    return create_app(settings, migrate=False, freeze_gc=True)

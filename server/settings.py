@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -100,6 +100,11 @@ class Settings(BaseSettings):
     audit_max_bytes: int = Field(default=10_000_000, ge=10_000)
     audit_backups: int = Field(default=5, ge=0)
     create_first_token: bool = True  # the first `serve` with no device creates and prints one
+
+    @field_validator("secret", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if value == "" else value  # compose passes an unset variable as ""
 
     @property
     def audit_path(self) -> Path:
