@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -110,23 +112,37 @@ def db_purge(
 def serve(
     host: Annotated[str | None, typer.Option(help="Overrides NUISANCES_HOST.")] = None,
     port: Annotated[int | None, typer.Option(help="Overrides NUISANCES_PORT.")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="API processes (overrides NUISANCES_WORKERS); more than 1 needs PostgreSQL."
+        ),
+    ] = None,
 ) -> None:
     """Run the API (migrations first; with no device yet, create one and print its token)."""
     import uvicorn
 
     from server.logs import configure_logging
     from server.main import create_app
+    from server.serving import uvicorn_options
 
     overrides: dict[str, object] = {}
-    if host is not None:
-        overrides["host"] = host
-    if port is not None:
-        overrides["port"] = port
+    for name, value in (("host", host), ("port", port), ("workers", workers)):
+        if value is not None:
+            overrides[name] = value
     try:
         settings = load_settings(**overrides)
     except SettingsError as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(2) from exc
+    if settings.workers > 1 and not settings.database_url.startswith("postgresql"):
+        console.print(
+            "several workers share their state (slots, quotas, idempotency) through "
+            "PostgreSQL: set NUISANCES_DATABASE_URL=postgresql+psycopg://... or run one worker",
+            style="red",
+            markup=False,
+        )
+        raise typer.Exit(2)
     upgrade(settings.database_url)
     if settings.create_first_token:
         with make_session_factory(make_engine(settings.database_url))() as session:
@@ -134,15 +150,36 @@ def serve(
                 _, token = repository.create_device(session, "first device")
                 console.print("No device yet: created one. Its bearer token (shown once):")
                 console.print(token, markup=False)
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.limits.log_interval_s)
     console.print(
-        f"serving on http://{settings.host}:{settings.port} (model: {settings.provider.type} "
-        f"{settings.provider.model} at {settings.provider.base_url}); docs at /docs"
+        f"serving on http://{settings.host}:{settings.port} with {settings.workers} "
+        f"worker(s) (model: {settings.provider.type} {settings.provider.model} at "
+        f"{', '.join(str(e.base_url) for e in settings.provider.endpoints())}); docs at /docs"
     )
+    if settings.workers == 1:
+        uvicorn.run(
+            create_app(settings, migrate=False, freeze_gc=True),
+            host=settings.host,
+            port=settings.port,
+            **uvicorn_options(settings),
+        )
+        return
+    # Workers are new processes: they read the settings from the environment, as this one
+    # did (NUISANCES_CONFIG and NUISANCES_* are inherited); only the options given on the
+    # command line are passed on. Metrics go through files shared by all of them.
+    os.environ["NUISANCES_WORKERS"] = str(settings.workers)
+    folder = settings.data_dir / "metrics"
+    shutil.rmtree(folder, ignore_errors=True)  # values of a previous run must not add up
+    folder.mkdir(parents=True, mode=0o700)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder.resolve())
     uvicorn.run(
-        create_app(settings, migrate=False, freeze_gc=True),
+        "server.main:app_for_workers",
+        factory=True,
         host=settings.host,
         port=settings.port,
-        log_config=None,
-        timeout_graceful_shutdown=5,
+        workers=settings.workers,
+        # A worker loads the detector's rules and weights before it answers the supervisor's
+        # pings: at 5 s (uvicorn's default) two workers starting on two cores get killed.
+        timeout_worker_healthcheck=60,
+        **uvicorn_options(settings),
     )
