@@ -1,5 +1,6 @@
 """The deployment files: compose.yaml (and its PostgreSQL override) read by a real Compose, the
-Dockerfile, and the wiring between them and ``Settings``.
+Dockerfile, and the wiring between them, ``Settings`` and the proxy's deploy/nginx/nginx.conf
+(which tests/test_proxy.py runs in a real nginx).
 
 Compose is ``docker compose`` (the v2 plugin) or the standalone ``docker-compose`` (Debian's
 package: ``apt-get install -y docker-compose``). ``config`` needs no Docker engine. Without a
@@ -31,6 +32,8 @@ from server.settings import Settings, load_settings
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "compose.yaml"
 POSTGRES_OVERRIDE = ROOT / "deploy" / "compose.postgres.yaml"
+NGINX_CONF = ROOT / "deploy" / "nginx" / "nginx.conf"
+TLS_DIR = ROOT / "deploy" / "tls"
 DOCKERFILE = ROOT / "Dockerfile"
 DEFAULT_MODEL = "qwen2.5:1.5b-instruct"
 PASSWORD = "0123456789abcdef"  # noqa: S105 - rendered into a config, never used
@@ -138,16 +141,22 @@ def _environment(service: Config) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in raw.items()}
 
 
-def _volumes(service: Config) -> dict[str, str]:
-    """Mount target -> source, from short (``src:dst:mode``) or long form."""
-    mounts: dict[str, str] = {}
+def _mounts(service: Config) -> dict[str, tuple[str, bool]]:
+    """Mount target -> (source, read-only), from short (``src:dst[:mode]``) or long form."""
+    mounts: dict[str, tuple[str, bool]] = {}
     for item in service.get("volumes") or []:
         if isinstance(item, str):
-            source, target = item.split(":")[:2]
+            source, target, *mode = item.split(":")
+            mounts[target] = (source, "ro" in ",".join(mode).split(","))
         else:
             source, target = str(item.get("source", "")), str(item["target"])
-        mounts[target] = source
+            mounts[target] = (source, bool(item.get("read_only", False)))
     return mounts
+
+
+def _volumes(service: Config) -> dict[str, str]:
+    """Mount target -> source."""
+    return {target: source for target, (source, _) in _mounts(service).items()}
 
 
 def _ports(service: Config) -> list[dict[str, str]]:
@@ -175,6 +184,16 @@ def _depends(service: Config) -> dict[str, str]:
     return {name: str(spec.get("condition", "service_started")) for name, spec in raw.items()}
 
 
+def _nginx(directive: str) -> list[str]:
+    """The arguments of each ``directive`` in deploy/nginx/nginx.conf, comment lines dropped."""
+    lines = NGINX_CONF.read_text(encoding="utf-8").splitlines()
+    text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
+    return [
+        " ".join(args.split())
+        for args in re.findall(rf"^\s*{directive}\s+([^;{{}}\n]*);", text, re.M)
+    ]
+
+
 def _project_version() -> str:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     return str(data["project"]["version"])
@@ -184,16 +203,17 @@ def _project_version() -> str:
 
 
 def test_every_profile_renders(everything: Config) -> None:
-    assert set(everything["services"]) == {"ollama", "ollama-pull", "api", "postgres"}
+    assert set(everything["services"]) == {"ollama", "ollama-pull", "api", "proxy", "postgres"}
 
 
 def test_optional_services_sit_behind_profiles(everything: Config) -> None:
-    """An offline `docker compose up -d` starts ollama and api only: nothing pulls."""
+    """An offline `docker compose up -d` starts ollama, api and proxy only: nothing pulls."""
     services = everything["services"]
     assert services["ollama-pull"].get("profiles") == ["pull"]
     assert services["postgres"].get("profiles") == ["postgres"]
     assert not services["ollama"].get("profiles")
     assert not services["api"].get("profiles")
+    assert not services["proxy"].get("profiles")
 
 
 def test_api_waits_for_a_healthy_ollama(default: Config) -> None:
@@ -241,15 +261,30 @@ def test_one_variable_chooses_the_model(render: Render) -> None:
     assert services["ollama-pull"]["command"][-1] == "llama3.2:1b"
 
 
-def test_default_model_and_port(default: Config) -> None:
+def test_default_model(default: Config) -> None:
     api = default["services"]["api"]
     assert _environment(api)["NUISANCES_PROVIDER__MODEL"] == DEFAULT_MODEL
-    assert [(p["published"], p["target"]) for p in _ports(api)] == [("8000", "8000")]
 
 
-def test_api_port_is_configurable(render: Render) -> None:
-    api = render(env={"NUISANCES_API_PORT": "18080"})["services"]["api"]
-    assert [(p["published"], p["target"]) for p in _ports(api)] == [("18080", "8000")]
+def test_only_the_proxy_is_published(everything: Config) -> None:
+    """The api listens on the compose network only: the LAN reaches it through TLS."""
+    services = everything["services"]
+    assert _ports(services["api"]) == []
+    assert [str(port) for port in services["api"]["expose"]] == ["8000"]
+    proxy = _ports(services["proxy"])
+    assert [(p["published"], p["target"]) for p in proxy] == [("8443", "8443")]
+    assert all(p.get("host_ip", "") in ("", ANY_ADDRESS) for p in proxy), "phones reach it"
+    for name, service in services.items():
+        if name != "proxy":
+            assert all(port.get("host_ip") == "127.0.0.1" for port in _ports(service)), name
+
+
+def test_https_port_is_configurable(render: Render) -> None:
+    services = render(env={"NUISANCES_HTTPS_PORT": "9443", "NUISANCES_API_PORT": "18080"})[
+        "services"
+    ]
+    assert [(p["published"], p["target"]) for p in _ports(services["proxy"])] == [("9443", "8443")]
+    assert _ports(services["api"]) == [], "the api's old port variable publishes nothing"
 
 
 def test_every_image_is_pinned(everything: Config) -> None:
@@ -272,8 +307,12 @@ def test_named_volumes_are_declared_and_mounted(everything: Config) -> None:
     for name, target in expected.items():
         assert _volumes(services[name]).get(target) in declared, f"{name}: {target}"
     for name, service in services.items():
-        for target, source in _volumes(service).items():
-            assert source in declared, f"{name}: {target} is not a named volume ({source!r})"
+        for target, (source, read_only) in _mounts(service).items():
+            if name == "proxy":  # its configuration and certificates, from the checkout
+                assert read_only, f"proxy: {target} is writable"
+                assert Path(source).resolve().is_relative_to(ROOT / "deploy"), source
+            else:
+                assert source in declared, f"{name}: {target} is not a named volume ({source!r})"
 
 
 def test_api_is_hardened(default: Config) -> None:
@@ -285,6 +324,67 @@ def test_api_is_hardened(default: Config) -> None:
     check = _healthcheck(api)
     assert "http://127.0.0.1:8000/healthz" in check
     assert check.startswith("python "), "the slim image has no curl: Python's stdlib checks"
+
+
+def test_proxy_mounts_its_config_and_certificates_read_only(default: Config) -> None:
+    mounts = _mounts(default["services"]["proxy"])
+    assert set(mounts) == {"/etc/nginx/nginx.conf", "/etc/nginx/tls"}
+    assert mounts["/etc/nginx/nginx.conf"] == (str(NGINX_CONF), True)
+    assert mounts["/etc/nginx/tls"] == (str(TLS_DIR), True)
+    for directive in ("ssl_certificate", "ssl_certificate_key"):
+        [path] = _nginx(directive)
+        assert Path(path).parent == Path("/etc/nginx/tls"), f"{directive} {path}"
+        assert Path(path).name in ("server.crt", "server.key")
+    ignored = (TLS_DIR / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert {"*.key", "*.crt"} <= set(ignored), "keys and certificates stay out of git"
+
+
+def test_proxy_is_hardened(default: Config) -> None:
+    proxy = default["services"]["proxy"]
+    assert proxy["read_only"] is True
+    assert proxy["cap_drop"] == ["ALL"]
+    assert not proxy.get("cap_add"), "it listens on 8443: no capability needed"
+    assert "no-new-privileges:true" in proxy["security_opt"]
+    assert proxy["restart"] == "unless-stopped"
+    assert re.fullmatch(r"\d+:\d+", str(proxy["user"])), "a fixed numeric uid:gid"
+    assert not str(proxy["user"]).startswith("0:"), "not root"
+    assert _depends(proxy) == {"api": "service_healthy"}
+    assert proxy["logging"] == default["services"]["api"]["logging"], "the shared *logging"
+    assert re.fullmatch(r"nginx:\d+\.\d+\.\d+-alpine", proxy["image"]), proxy["image"]
+    assert _healthcheck(proxy).startswith("curl "), "the nginx alpine image ships curl"
+
+
+def test_proxy_user_is_configurable(render: Render) -> None:
+    proxy = render(env={"NUISANCES_PROXY_USER": "1001:1002"})["services"]["proxy"]
+    assert str(proxy["user"]) == "1001:1002"
+
+
+def test_nginx_conf_matches_the_proxy_service(default: Config) -> None:
+    """The port nginx listens on is the one published and checked; what nginx writes lies in a
+    tmpfs (the container is read-only); its upstream is the api, as the api listens."""
+    services = default["services"]
+    proxy, api = services["proxy"], services["api"]
+    [listen] = _nginx("listen")
+    port = listen.split()[0]
+    assert listen.split()[1:] == ["ssl"], "TLS only: nothing in clear"
+    assert [p["target"] for p in _ports(proxy)] == [port]
+    assert f"https://127.0.0.1:{port}/healthz" in _healthcheck(proxy)
+    tmpfs = [str(path) for path in proxy.get("tmpfs") or []]
+    written = _nginx("pid") + [
+        path
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        for path in _nginx(f"{kind}_temp_path")
+    ]
+    assert len(written) == 6, written
+    for path in written:
+        assert any(Path(path).is_relative_to(mount) for mount in tmpfs), f"{path} not in {tmpfs}"
+    [upstream] = _nginx("server")
+    host, _, upstream_port = upstream.partition(":")
+    assert host == "api"
+    assert upstream_port in [str(p) for p in api["expose"]]
+    assert _environment(api)["NUISANCES_LIMITS__FORWARDED_ALLOW_IPS"] == "*", (
+        "the api believes the proxy's X-Forwarded-For: per-address limits see the phone"
+    )
 
 
 def test_api_is_built_from_this_dockerfile(default: Config) -> None:
