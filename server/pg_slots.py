@@ -2,28 +2,35 @@
 
 Several processes (workers, machines) in front of the same model servers must never run more
 generations on a server than it has slots, and must share the waiting places fairly. Each
-slot is a session-level advisory lock ``(server key, slot number)``, held on a connection of
-its own for as long as the generation runs; a waiting place is a lock too, and so is a
-device's right to wait. PostgreSQL releases a session's locks when its connection ends, so a
-process that crashes frees its slots and places at once: the lease is the connection.
+slot is a session-level advisory lock ``(server key, slot number)``; a waiting place is a lock
+too, and so is a device's right to wait. A process holds all of its locks on one connection
+of its own, so a process that crashes loses its session and PostgreSQL frees its slots and
+places at once: the lease is the connection. (Locks are re-entrant within a session: this
+process keeps the set it holds and never asks twice for one.)
 
 Keys are derived from the server's URL (a slot of ``http://pc-llm:11434`` is the same lock for
-every process that talks to it) and from a keyed hash of the device. Waiters poll every
-``poll_s``; a newcomer does not take a free slot while others wait for one, so that waiters
-are served before arrivals (in the order their polls find a slot, not strictly first come).
+every process that talks to it) and from a hash of the device. A process's waiters queue here,
+first come first served, and one poller per process tries for a free slot every ``poll_s``
+for the first of them that can use it; a newcomer does not take a free slot while turns wait
+anywhere, so that waiters are served before arrivals (across processes, in the order their
+polls find a slot).
 
-When PostgreSQL cannot be reached the turn falls back to this process's ``LocalSlots``: the
+When PostgreSQL cannot be reached, turns fall back to this process's ``LocalSlots``: the
 person still gets an answer, and the bound holds per process until the database is back.
+When it has no connection left to give, a turn is ``busy`` rather than counted locally.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import logging
 import zlib
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from sqlalchemy.engine import make_url
@@ -35,8 +42,8 @@ __all__ = ["PgSlots", "conninfo"]
 
 log = logging.getLogger("nuisances.slots")
 
-_WAITING = "nuisances:waiting"
-_DEVICE = "nuisances:device-waiting"
+_MASK = 0x7FFFFFFF
+Key = tuple[int, int]
 
 
 def conninfo(database_url: str) -> str:
@@ -45,12 +52,29 @@ def conninfo(database_url: str) -> str:
 
 
 def _key(name: str) -> int:
-    """A stable, positive 31-bit lock key (pg_locks shows it unsigned otherwise)."""
-    return zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
+    """A stable, positive 31-bit lock key (pg_locks would show a negative one unsigned)."""
+    return zlib.crc32(name.encode("utf-8")) & _MASK
 
 
 def _device_key(device: str) -> int:
-    return int.from_bytes(hashlib.sha256(device.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+    return int.from_bytes(hashlib.sha256(device.encode("utf-8")).digest()[:4], "big") & _MASK
+
+
+_WAITING = _key("nuisances:waiting")
+_DEVICE = _key("nuisances:device-waiting")
+
+
+def _exhausted(exc: BaseException) -> bool:
+    """PostgreSQL refused a connection for want of one (not: it is away)."""
+    return getattr(exc, "sqlstate", None) == "53300" or "too many clients" in str(exc)
+
+
+@dataclass(eq=False)
+class _Waiter:
+    avoid: frozenset[int]
+    granted: asyncio.Future[tuple[int, Key]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
 
 
 class PgSlots:
@@ -72,13 +96,17 @@ class PgSlots:
         self.poll_s = poll_s
         self.connect_s = connect_s
         self.local = LocalSlots([p for _, p in servers], max_waiting, wait_s, device_waiting)
-        self._idle: list[psycopg.AsyncConnection[tuple[object, ...]]] = []
-        self._waiting = 0
+        self._connection: psycopg.AsyncConnection[Any] | None = None
+        self._lock = asyncio.Lock()  # one statement at a time on the connection
+        self._held: set[Key] = set()  # the locks this process holds
+        self._queue: collections.deque[_Waiter] = collections.deque()
+        self._poller: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
         self._down: set[int] = set()
 
     @property
     def waiting(self) -> int:
-        return self._waiting + self.local.waiting
+        return len(self._queue) + self.local.waiting
 
     def mark(self, server: int, up: bool) -> None:
         self.local.mark(server, up)
@@ -88,63 +116,88 @@ class PgSlots:
             self._down.add(server)
 
     async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for connection in idle:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._poller
+        if self._connection is not None:
             with contextlib.suppress(Exception):
-                await connection.close()
+                await self._connection.close()
+        self._connection = None
 
-    async def _connection(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
-        while self._idle:
-            connection = self._idle.pop()
-            if not connection.closed:
-                return connection
-        return await psycopg.AsyncConnection.connect(
+    # -- statements ---------------------------------------------------------------------------
+
+    async def _value(self, statement: str, params: tuple[int, ...]) -> Any:
+        async with self._lock:
+            if self._connection is None or self._connection.closed:
+                await self._connect()
+            assert self._connection is not None  # noqa: S101 - just made
+            try:
+                cursor = await self._connection.execute(statement, params)
+            except psycopg.OperationalError:
+                with contextlib.suppress(Exception):
+                    await self._connection.close()
+                raise
+            row = await cursor.fetchone()
+            return None if row is None else row[0]
+
+    async def _connect(self) -> None:
+        self._connection = await psycopg.AsyncConnection.connect(
             self._conninfo, autocommit=True, connect_timeout=max(1, round(self.connect_s))
         )
+        if self._held:  # a new session after a lost one: take back what our turns still hold
+            lost = []
+            for a, b in sorted(self._held):
+                cursor = await self._connection.execute(
+                    "SELECT pg_try_advisory_lock(%s::int4, %s::int4)", (a, b)
+                )
+                row = await cursor.fetchone()
+                if not (row and row[0]):
+                    lost.append((a, b))
+            if lost:
+                log.warning("slots taken by another process while the database was away",
+                            extra={"count": len(lost)})  # fmt: skip
 
-    async def _give_back(self, connection: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
-        """Release every advisory lock of the connection and keep it for the next turn."""
+    async def _try(self, key: Key) -> bool:
+        if key in self._held:
+            return False
+        self._held.add(key)  # ours while we ask: no other turn of this process asks for it
         try:
-            await connection.execute("SELECT pg_advisory_unlock_all()")
-        except Exception:
-            with contextlib.suppress(Exception):
-                await connection.close()  # closing releases the locks too
-            return
-        if len(self._idle) < 8:
-            self._idle.append(connection)
-        else:
-            await connection.close()
+            got = bool(await self._value("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", key))
+        except BaseException:
+            self._held.discard(key)
+            raise
+        if not got:
+            self._held.discard(key)
+        return got
 
-    async def _try(
-        self, connection: psycopg.AsyncConnection[tuple[object, ...]], a: int, b: int
-    ) -> bool:
-        cursor = await connection.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", (a, b))
-        row = await cursor.fetchone()
-        return bool(row and row[0])
+    async def _unlock(self, key: Key) -> None:
+        self._held.discard(key)
+        with contextlib.suppress(Exception):
+            await self._value("SELECT pg_advisory_unlock(%s::int4, %s::int4)", key)
 
-    async def _take_slot(
-        self, connection: psycopg.AsyncConnection[tuple[object, ...]], avoid: frozenset[int]
-    ) -> int | None:
+    async def _take_slot(self, avoid: frozenset[int]) -> tuple[int, Key] | None:
         order = sorted(
             (i for i in range(len(self.servers)) if i not in avoid), key=lambda i: i in self._down
         )
         for server in order:
             key, parallel = self.servers[server]
             for number in range(parallel):
-                if await self._try(connection, key, number):
-                    return server
+                if await self._try((key, number)):
+                    return server, (key, number)
         return None
 
-    async def _others_waiting(
-        self, connection: psycopg.AsyncConnection[tuple[object, ...]]
-    ) -> bool:
-        cursor = await connection.execute(
+    async def _someone_waits(self) -> bool:
+        if self._queue:
+            return True
+        count = await self._value(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND classid = %s::oid AND objsubid = 2",
-            (_key(_WAITING),),
+            "AND classid = %s::int4::oid AND objsubid = 2",
+            (_WAITING,),
         )
-        row = await cursor.fetchone()
-        return bool(row and row[0])
+        return bool(count)
+
+    # -- the protocol ---------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def slot(
@@ -153,13 +206,10 @@ class PgSlots:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            connection = await self._connection()
-            try:
-                server = await self._acquire(connection, device, avoid, started)
-            except BaseException:
-                await asyncio.shield(self._give_back(connection))
-                raise
+            server, key = await self._acquire(device, avoid, started)
         except (psycopg.Error, OSError) as exc:
+            if _exhausted(exc):
+                raise Busy("the database has no connection to spare", stage="admission") from exc
             log.warning(
                 "slots without the database: counted in this process",
                 extra={"error": type(exc).__name__},
@@ -170,59 +220,74 @@ class PgSlots:
         try:
             yield Grant(server, loop.time() - started)
         finally:
-            await asyncio.shield(self._give_back(connection))
+            await asyncio.shield(self._unlock(key))
+            self._wake.set()  # a waiter of this process may take it at once
 
     async def _acquire(
-        self,
-        connection: psycopg.AsyncConnection[tuple[object, ...]],
-        device: str | None,
-        avoid: frozenset[int],
-        started: float,
-    ) -> int:
-        if not await self._others_waiting(connection):
-            server = await self._take_slot(connection, avoid)
-            if server is not None:
-                return server
-        # Wait: first one of this device's places, then one of the shared places. Every lock
-        # taken here is released by _give_back (pg_advisory_unlock_all) whatever happens.
-        held: list[tuple[int, int]] = []
+        self, device: str | None, avoid: frozenset[int], started: float
+    ) -> tuple[int, Key]:
+        if not await self._someone_waits():
+            got = await self._take_slot(avoid)
+            if got is not None:
+                return got
+        places: list[Key] = []
         try:
             if device is not None:
                 mine = _device_key(device)
                 for number in range(self.device_waiting):
-                    if await self._try(
-                        connection, key := (_key(_DEVICE) + number) & 0x7FFFFFFF, mine
-                    ):
-                        held.append((key, mine))
+                    if await self._try(((_DEVICE + number) & _MASK, mine)):
+                        places.append(((_DEVICE + number) & _MASK, mine))
                         break
                 else:
                     raise Busy("this device already waits", stage="admission")
             for number in range(self.max_waiting):
-                if await self._try(connection, _key(_WAITING), number):
-                    held.append((_key(_WAITING), number))
+                if await self._try((_WAITING, number)):
+                    places.append((_WAITING, number))
                     break
             else:
                 raise Busy(f"{self.max_waiting} turns already waiting", stage="admission")
-            return await self._wait(connection, avoid, started)
-        finally:
-            for a, b in held:  # the place is left as soon as a slot is ours (or never will be)
-                await connection.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", (a, b))
+            return await self._wait(avoid, started)
+        finally:  # the places are left as soon as a slot is ours, or never will be
+            for place in places:
+                await asyncio.shield(self._unlock(place))
 
-    async def _wait(
-        self,
-        connection: psycopg.AsyncConnection[tuple[object, ...]],
-        avoid: frozenset[int],
-        started: float,
-    ) -> int:
-        self._waiting += 1
-        loop = asyncio.get_running_loop()
+    async def _wait(self, avoid: frozenset[int], started: float) -> tuple[int, Key]:
+        waiter = _Waiter(avoid)
+        self._queue.append(waiter)
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.create_task(self._poll())
+        self._wake.set()
+        remaining = self.wait_s - (asyncio.get_running_loop().time() - started)
         try:
-            while True:
-                server = await self._take_slot(connection, avoid)
-                if server is not None:
-                    return server
-                if loop.time() - started + self.poll_s > self.wait_s:
-                    raise Busy(f"no slot within {self.wait_s:g} s", stage="admission")
-                await asyncio.sleep(self.poll_s)
-        finally:
-            self._waiting -= 1
+            async with asyncio.timeout(max(0.0, remaining)):
+                return await asyncio.shield(waiter.granted)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            with contextlib.suppress(ValueError):
+                self._queue.remove(waiter)
+            if waiter.granted.done() and waiter.granted.exception() is None:
+                await asyncio.shield(self._unlock(waiter.granted.result()[1]))  # just granted
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise Busy(f"no slot within {self.wait_s:g} s", stage="admission") from None
+
+    async def _poll(self) -> None:
+        """Hand free slots to this process's waiters, in their order, until none waits."""
+        try:
+            while self._queue:
+                for waiter in list(self._queue):
+                    got = await self._take_slot(waiter.avoid)
+                    if got is None:
+                        continue
+                    if waiter in self._queue and not waiter.granted.done():
+                        self._queue.remove(waiter)
+                        waiter.granted.set_result(got)
+                    else:  # it gave up meanwhile
+                        await self._unlock(got[1])
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll_s)
+        except Exception as exc:  # the database went away: every waiter learns it
+            while self._queue:
+                waiter = self._queue.popleft()
+                if not waiter.granted.done():
+                    waiter.granted.set_exception(exc)

@@ -158,3 +158,46 @@ async def test_without_the_database_slots_are_counted_in_the_process() -> None:
         with pytest.raises(Busy):  # the bound still holds, in this process
             async with slots.slot("b"):
                 pass
+
+
+async def test_many_waiters_share_one_connection_per_process_and_one_slot(
+    database_url: str,
+) -> None:
+    """60 turns in two processes for one slot: never two at once, every one served, and each
+    process holds its locks on one connection (100 waiters once took 100 connections)."""
+    server = _server()
+    processes = [
+        PgSlots(
+            database_url, [(server, 1)], max_waiting=100, wait_s=30, device_waiting=1, poll_s=0.01
+        )
+        for _ in range(2)
+    ]
+    holding, most, served = 0, 0, 0
+
+    async def turn(instance: PgSlots, device: str) -> None:
+        nonlocal holding, most, served
+        async with instance.slot(device):
+            holding += 1
+            most = max(most, holding)
+            await asyncio.sleep(0.01)
+            holding -= 1
+            served += 1
+
+    async def connections() -> int:
+        probe = PgSlots(database_url, [(server, 1)])
+        count = await probe._value(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND %s = %s",
+            (1, 1),
+        )
+        await probe.close()
+        return int(count)
+
+    tasks = [asyncio.create_task(turn(processes[n % 2], f"device-{n}")) for n in range(60)]
+    await asyncio.sleep(0.1)
+    during = await connections()
+    await asyncio.gather(*tasks)
+    assert (most, served) == (1, 60)
+    assert during <= 2
+    for instance in processes:
+        await instance.close()
