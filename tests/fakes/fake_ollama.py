@@ -153,6 +153,19 @@ class FakeOllama(ClosedOnExit):
             await asyncio.sleep(0.01)
         return True
 
+    @property
+    def generating(self) -> int:
+        """Generations in progress now: requests with messages, from their start (first-byte
+        delay included) until just before their last line, or their client's departure.
+        Loads, unloads and scripted refusals (a ``status`` other than 200) are not counted."""
+        return self._state.generating()
+
+    @property
+    def max_concurrent(self) -> int:
+        """The most generations that were ever in progress at the same time (the peak of
+        :attr:`generating`): above the provider's ``parallel``, its slots were overbooked."""
+        return self._state.max_generating()
+
     def wait_for_requests(self, count: int = 1, timeout: float = 5.0) -> bool:
         """Block until ``count`` ``/api/chat`` bodies were received in all; False on timeout."""
         return self._state.wait_until(requests=count, timeout=timeout)

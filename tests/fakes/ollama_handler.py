@@ -99,6 +99,7 @@ class OllamaHandler(BaseHTTPRequestHandler):
     server: FakeHTTPServer
     _headers_sent = False
     _counted = False
+    _generating = False
 
     def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: tests read ``FakeOllama.requests`` instead of logs."""
@@ -269,19 +270,36 @@ class OllamaHandler(BaseHTTPRequestHandler):
         cap = (options or {}).get("num_predict")
         if plan.end == "done" and type(cap) is int and 0 < cap < len(pieces):
             pieces, reason = pieces[:cap], "length"
-        cold = self.server.state.mark_loaded(model, keep_alive)
-        if plan.first_byte_delay and not self._wait(plan.first_byte_delay):
-            return
-        metrics = final_metrics(
-            prompt_tokens=prompt_tokens(body.get("messages") or []),
-            eval_count=len(pieces),
-            cold=cold,
-        )
-        final = {"done_reason": reason, **metrics}
-        if body.get("stream") is False:
-            self._whole(plan, model, pieces, final)
-        else:
-            self._stream(plan, model, pieces, final)
+        state = self.server.state
+        cold = state.mark_loaded(model, keep_alive)
+        # A slot is taken from here (first-byte delay included) until the model is done, just
+        # before its last line goes out, or until the client is gone (or the fake closes):
+        # FakeOllama.max_concurrent is the peak of such generations. Ending the count before
+        # the last line, not after it, means a client that sends its next request as soon as
+        # it reads ``done`` is never seen overlapping its previous generation.
+        state.begin_generation()
+        self._generating = True
+        try:
+            if plan.first_byte_delay and not self._wait(plan.first_byte_delay):
+                return
+            metrics = final_metrics(
+                prompt_tokens=prompt_tokens(body.get("messages") or []),
+                eval_count=len(pieces),
+                cold=cold,
+            )
+            final = {"done_reason": reason, **metrics}
+            if body.get("stream") is False:
+                self._whole(plan, model, pieces, final)
+            else:
+                self._stream(plan, model, pieces, final)
+        finally:
+            self._finish_generation()
+
+    def _finish_generation(self) -> None:
+        """The generation under way is over (once per generation)."""
+        if self._generating:
+            self._generating = False
+            self.server.state.end_generation()
 
     def _whole(self, plan: Behaviour, model: str, pieces: list[str], final: dict[str, Any]) -> None:
         """``"stream": false``: the same plan, answered as one object (or not at all).
@@ -292,6 +310,8 @@ class OllamaHandler(BaseHTTPRequestHandler):
         thinking_time = plan.delay * len(pieces) + stall
         if thinking_time and not self._wait(thinking_time):
             return
+        if plan.end != "endless":
+            self._finish_generation()
         if plan.end == "drop":
             self._abort()
         elif plan.end == "error_line":
@@ -312,6 +332,8 @@ class OllamaHandler(BaseHTTPRequestHandler):
                 return
         if not self._pause(plan, len(pieces)):
             return
+        if plan.end != "endless":
+            self._finish_generation()
         if plan.end == "drop":
             self._abort()
             return

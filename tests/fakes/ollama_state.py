@@ -36,6 +36,8 @@ class OllamaState:
         self._queue: deque[Behaviour] = deque()
         self._requests: list[dict[str, Any]] = []
         self._disconnects = 0
+        self._generating = 0
+        self._max_generating = 0
         if loaded:
             for key in self._cards:
                 self._expires[key] = time.time_ns() + DEFAULT_KEEP_ALIVE_NS
@@ -120,6 +122,27 @@ class OllamaState:
         """How many clients left before their answer was complete."""
         with self._lock:
             return self._disconnects
+
+    def begin_generation(self) -> None:
+        """Count one generation in progress (and raise the peak if it is a new one)."""
+        with self._lock:
+            self._generating += 1
+            self._max_generating = max(self._max_generating, self._generating)
+
+    def end_generation(self) -> None:
+        """Count one generation over (finished, failed, or its client gone)."""
+        with self._lock:
+            self._generating -= 1
+
+    def generating(self) -> int:
+        """Generations in progress now."""
+        with self._lock:
+            return self._generating
+
+    def max_generating(self) -> int:
+        """The most generations ever in progress at the same time."""
+        with self._lock:
+            return self._max_generating
 
     def wait_until(self, *, disconnects: int = 0, requests: int = 0, timeout: float) -> bool:
         """Block until at least that many disconnects and requests were seen, or ``timeout``."""
