@@ -46,14 +46,14 @@ async def get_device(request: Request, services: Annotated[Services, Depends(get
     time, database or not. A token not in memory is checked in the database.
 
     An address that failed too many token checks lately (``server.auth_throttle``) is refused
-    first (429), before any lookup, whatever its token."""
+    first (429), before any lookup, whatever its token. Lookups of one address take turns (a
+    few at once, the others wait): each starts only if the address is still within its budget.
+    Tokens already in memory never wait and never count."""
     throttle = auth_throttle(request, services)
     address = request.client.host if request.client else "unknown"
     wait = throttle.retry_after(address)
     if wait is not None:
-        raise ApiError(
-            429, "too_many_failed_logins", headers={"Retry-After": str(wait)}, retry_after_s=wait
-        )
+        raise _too_many_failed_logins(wait)
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     token = token.strip()
@@ -71,21 +71,34 @@ async def get_device(request: Request, services: Annotated[Services, Depends(get
             device = repository.device_by_token(session, token)
             return None if device is None else device.id
 
-    throttle.checking(address)  # counts against the address until the answer is known
-    known_bad = False
+    turn = await throttle.turn(address)
+    if isinstance(turn, int):
+        raise _too_many_failed_logins(turn)
+    answer = asyncio.ensure_future(asyncio.to_thread(lookup))
+    # The turn ends when the database answers, even if the client left meanwhile: the places
+    # bound the lookups really running, and a guess is counted whether or not it was heard.
+    answer.add_done_callback(lambda done: turn.end(ok=not _known_bad(done)))
     try:
-        device_id = await asyncio.to_thread(lookup)
-        known_bad = device_id is None
+        device_id = await asyncio.shield(answer)
     except Exception as exc:  # the storage failed, not the token: no failure counted
         log.warning("token check without database", extra={"error": type(exc).__name__})
         raise ApiError(401, "unauthorized") from exc
-    finally:
-        throttle.checked(address, ok=not known_bad)
     if device_id is None:
         services.tokens.forget(key)
         raise ApiError(401, "unauthorized")
     services.tokens.confirm(key, device_id)
     return device_id
+
+
+def _too_many_failed_logins(wait: int) -> ApiError:
+    return ApiError(
+        429, "too_many_failed_logins", headers={"Retry-After": str(wait)}, retry_after_s=wait
+    )
+
+
+def _known_bad(done: asyncio.Future[str | None]) -> bool:
+    """The lookup answered that the token is not valid (not: it failed, or was cancelled)."""
+    return not done.cancelled() and done.exception() is None and done.result() is None
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]

@@ -52,6 +52,7 @@ class LimitsSettings(BaseModel):
     keep_alive_s: float = Field(default=75.0, gt=0)
     auth_failures: int = Field(default=20, ge=1)  # failed tokens per address per window
     auth_window_s: float = Field(default=60.0, gt=0)
+    auth_concurrent: int = Field(default=4, ge=1)  # token lookups at once per address
     log_interval_s: float = Field(default=10.0, gt=0)  # one line per condition per interval
     # Addresses of reverse proxies whose X-Forwarded-For is believed (comma-separated).
     forwarded_allow_ips: str = "127.0.0.1"
