@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -112,6 +113,9 @@ class TurnRequest:
     # Keyed hashes the server computes (never the raw ids): "device" scopes the answer cache,
     # "conversation" tags cache entries and audit lines so that an erasure finds them.
     tags: Mapping[str, str] = field(default_factory=dict)
+    # Entered around waiting for a model slot and generating: the server lets other turns'
+    # work go meanwhile (``server.turn_gate``).
+    around_model: Callable[[], AbstractAsyncContextManager[None]] | None = None
 
 
 @dataclass
@@ -445,7 +449,8 @@ async def _attempt(
     renderer = StreamRenderer(assistant.book(), assistant.style)
     first = Generation()
     try:
-        async with assistant.slots.slot(turn.request.device_id, tried) as grant:
+        around = turn.request.around_model or contextlib.nullcontext
+        async with around(), assistant.slots.slot(turn.request.device_id, tried) as grant:
             turn.queue_wait_ms = round(grant.waited_s * 1000, 2)
             turn.model_called = True
             provider = assistant.on(grant.server)

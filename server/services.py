@@ -43,6 +43,7 @@ from server.privacy import Tags
 from server.settings import Settings
 from server.spool import Spool
 from server.token_cache import TokenCache
+from server.turn_gate import TurnGate
 
 __all__ = ["InFlight", "Outage", "Services"]
 
@@ -107,6 +108,23 @@ class Services:
         default_factory=lambda: ThreadPoolExecutor(max_workers=2, thread_name_prefix="detect")
     )
 
+    # A few turns of this process at once past their card (server.turn_gate).
+    gate: TurnGate = field(default_factory=TurnGate)
+    # Storage calls run in a few threads of their own: a turn's claim and store wait in this
+    # queue, not for the interpreter against many threads, and never in front of the card.
+    _storage: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=4, thread_name_prefix="storage")
+    )
+
+    async def stored(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """``function(session, *args, **kwargs)`` in a session, in the storage threads."""
+
+        def call() -> Any:
+            with self.sessions() as session:
+                return function(session, *args, **kwargs)
+
+        return await asyncio.get_running_loop().run_in_executor(self._storage, call)
+
     async def detect(self, text: str) -> Detection:
         """``safety.detect`` in the detector's threads (it never raises)."""
         return await asyncio.get_running_loop().run_in_executor(self._detector, detect, text)
@@ -168,6 +186,7 @@ class Services:
         )
         self._tasks.append(asyncio.create_task(self._watch_model()))
         await self.maintain()  # a spool left by a crash goes in before the first request
+        await self.refresh_tokens()  # known devices are checked in memory from the start
         self._tasks.append(asyncio.create_task(self._maintenance()))
 
     async def stop(self) -> None:
@@ -188,6 +207,7 @@ class Services:
         if multiprocess_dir() is not None:  # this worker's live gauges leave the sums
             multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
         self._detector.shutdown(wait=False)
+        self._storage.shutdown(wait=False)
 
     async def _maintenance(self) -> None:
         """Replay the spool and recover abandoned turns when the database answers; re-check
@@ -265,14 +285,26 @@ class Services:
                 del self.outage.answered[key]
 
     async def refresh_tokens(self) -> None:
+        """Load every valid token key (up to the cache's bound) and re-check the cached ones:
+        a device's first request after a restart, or after its token was made by another
+        process, is checked in memory too; a revoked one is dropped."""
         keys = self.tokens.keys()
-        if not keys:
-            return
+        bound = self.tokens.max_entries
+
+        def load() -> dict[str, str]:
+            with self.sessions() as session:
+                valid = repository.active_tokens(session, bound)
+                missing = [k for k in keys if k not in valid]
+                if missing and len(valid) >= bound:  # more devices than the bound
+                    valid.update(repository.valid_devices(session, missing))
+                return valid
+
         try:
-            valid = await asyncio.to_thread(self._call, repository.valid_devices, keys)
+            valid = await asyncio.to_thread(load)
         except Exception:
             return  # entries age out on their own while the database is away
         self.tokens.refreshed(keys, valid)
+        self.tokens.preload(valid)
 
     async def _watch_model(self) -> None:
         """Warm the model up once, then check its health periodically (metrics, /readyz)."""

@@ -40,6 +40,7 @@ from server.db.repository import TurnKey
 from server.logs import request_id
 from server.schemas import CardContact, ChatRequest, ChatResponse, SafetyPayload, TimingsPayload
 from server.services import InFlight, Services
+from server.turn_gate import Place
 
 __all__ = ["Event", "Refusal", "run_chat"]
 
@@ -69,11 +70,7 @@ def _contacts_payload(services: Services, ids: tuple[str, ...]) -> list[dict[str
 
 
 async def _db(services: Services, function: Any, *args: Any, **kwargs: Any) -> Any:
-    def call() -> Any:
-        with services.sessions() as session:
-            return function(session, *args, **kwargs)
-
-    return await asyncio.to_thread(call)
+    return await services.stored(function, *args, **kwargs)
 
 
 def lease(services: Services) -> timedelta:
@@ -193,10 +190,12 @@ async def _answer(
     mine = InFlight(digest, asyncio.get_running_loop().create_future())
     services.in_flight[key] = mine
     try:
-        claimed = _claimed(services, request, key, detection, safety, mine, started)
-        async with contextlib.aclosing(claimed):
-            async for event in claimed:
-                yield event
+        # The card is out; the rest of the turn waits for a place (``server.turn_gate``).
+        async with services.gate.turn() as place:
+            claimed = _claimed(services, request, key, detection, safety, mine, started, place)
+            async with contextlib.aclosing(claimed):
+                async for event in claimed:
+                    yield event
         if not mine.future.done():
             mine.future.set_result(None)
     except (asyncio.CancelledError, GeneratorExit):
@@ -218,6 +217,7 @@ async def _claimed(
     safety: SafetyPayload,
     mine: InFlight,
     started: float,
+    place: Place,
 ) -> AsyncGenerator[Event, None]:
     """Claim the key in the database (or go on without it), run the turn, keep it."""
     settings = services.settings
@@ -301,6 +301,7 @@ async def _claimed(
         request_id=request_id.get(),
         quota_counts=quota,
         tags=services.tags.for_turn(key.device_id, key.conversation_id, request.message),
+        around_model=place.released,
     )
     result: TurnResult | None = None
     turn_events = chat_turn(services.assistant, turn)
