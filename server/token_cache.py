@@ -2,9 +2,11 @@
 keeps its card and answers while the database is down, without ever honouring a revoked token
 for longer than a bound.
 
-A token not in memory is checked in the database, then kept. A background refresh re-checks
-all entries every ``token_refresh_s`` seconds (one query), stamping the valid ones and dropping
-the revoked ones, so a token revoked from another process is refused within one refresh. An
+At start-up and every ``token_refresh_s`` seconds the keys of every valid token are loaded
+(up to the bound; more devices than that are re-checked key by key), stamping the known ones,
+adding new ones and dropping the revoked ones: a device's first request after a restart is
+checked in memory, and a token revoked from another process is refused within one refresh. A
+token not in memory (made since the last refresh, or unknown) is checked in the database. An
 entry is accepted only if it was confirmed less than ``max_age_s`` ago: while the database is
 away no entry is stamped, and every one expires within that bound. Entries are keyed by the
 token's hash, never the token, and bounded in number (least recently confirmed go first).
@@ -68,6 +70,17 @@ class TokenCache:
                         self._entries[key] = (valid[key], now)
                 else:
                     self._entries.pop(key, None)
+
+    def preload(self, valid: dict[str, str]) -> None:
+        """Keep keys the database just listed as valid, those not known yet included, up to
+        the bound (the ones already known keep their place)."""
+        now = self._clock()
+        with self._lock:
+            for key, device_id in valid.items():
+                if len(self._entries) >= self.max_entries:
+                    break
+                if key not in self._entries:
+                    self._entries[key] = (device_id, now)
 
     def __len__(self) -> int:
         return len(self._entries)

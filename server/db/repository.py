@@ -97,6 +97,17 @@ def valid_devices(session: Session, keys: Sequence[str]) -> dict[str, str]:
     return dict(rows)
 
 
+def active_tokens(session: Session, limit: int) -> dict[str, str]:
+    """Token keys of the devices not revoked, the most recent ``limit``: key -> device id."""
+    rows = session.execute(
+        select(Device.token_hash, Device.id)
+        .where(Device.revoked_at.is_(None))
+        .order_by(Device.created_at.desc())
+        .limit(limit)
+    ).all()
+    return dict(rows)
+
+
 def list_devices(session: Session) -> Sequence[Device]:
     return session.scalars(select(Device).order_by(Device.created_at)).all()
 

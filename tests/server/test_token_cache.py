@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from fastapi.testclient import TestClient
 
 from server.db import repository
@@ -80,3 +81,34 @@ def test_a_token_revoked_elsewhere_is_refused_during_an_outage(
     accepted = client.post("/v1/chat", json=chat_body("bonjour", "m-after"), headers=auth(other))
     assert accepted.status_code == 200
     assert accepted.json()["safety"]["category"] == "rien"
+
+
+def test_known_devices_are_checked_in_memory_from_the_first_request(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a restart (or a token made by another process, within one refresh), a device's
+    first request is checked in memory, not behind a database lookup."""
+    from server.main import create_app
+
+    token = new_token(settings.database_url, "made before the start")
+    lookups: list[str] = []
+    real = repository.device_by_token
+
+    def counted(session: object, bearer: str) -> object:
+        lookups.append(bearer)
+        return real(session, bearer)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repository, "device_by_token", counted)
+    with TestClient(create_app(settings)) as client:
+        answer = client.post("/v1/chat", json=chat_body("bonjour", "first"), headers=auth(token))
+        assert answer.status_code == 200
+        assert lookups == []
+        later = new_token(settings.database_url, "made by another process")
+        services = client.app.state.services  # type: ignore[attr-defined]
+        asyncio.run(services.refresh_tokens())  # the background refresh
+        answer = client.post("/v1/chat", json=chat_body("bonjour", "later"), headers=auth(later))
+        assert answer.status_code == 200
+        assert lookups == []
+        unknown = client.post("/v1/chat", json=chat_body("bonjour", "x"), headers=auth("nope"))
+        assert unknown.status_code == 401
+        assert lookups == ["nope"]  # an unknown token is still looked up
