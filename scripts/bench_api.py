@@ -9,11 +9,13 @@ B. Fixed timing: the fake answers in 20 chunks 5 ms apart; ``--parallel`` slots 
    default, as one CPU model server has); 10 then 100 clients back to back.
 
 For each run: throughput (turns/s), card latency (request sent -> first SSE event, ``event:
-safety``) p50/p90/p99/max, done latency (-> ``event: done``) p50/p99, requests closed without
-an answer (no byte at all, or a stream that ended without ``done``), HTTP statuses and turn
-statuses seen. Each server's fake records the most generations it ever served at once: the
-one-slot guarantee is that it never exceeds the provider's slots, whatever the number of
-workers (a line says VIOLATION otherwise, and the exit code is 1).
+safety``) p50/p90/p99/max (each client's first turn apart: every client starts in the same
+instant, a burst rather than back-to-back traffic), done latency (-> ``event: done``)
+p50/p99, requests closed without an answer (no byte at all, or a stream that ended without
+``done``), HTTP statuses and turn statuses seen. Each server's fake records the most
+generations it ever served at once: the one-slot guarantee is that it never exceeds the
+provider's slots, whatever the number of workers (a line says VIOLATION otherwise, and the
+exit code is 1).
 
 Databases: a temporary SQLite file for one worker, a fresh PostgreSQL database (created on
 ``--postgres-admin-url``, dropped afterwards) for several or with ``--postgres``; or
@@ -384,6 +386,9 @@ class Outcome:
 
     card: list[float] = field(default_factory=list)  # seconds, per request with a card
     done: list[float] = field(default_factory=list)  # seconds, per request that got `done`
+    # Each client's first turn: all clients start in the same instant, a burst rather than
+    # back-to-back traffic, and their tokens are checked in the database: reported apart.
+    first_card: list[float] = field(default_factory=list)
     no_response: int = 0  # connection closed before any byte of a response
     no_done: int = 0  # a stream that ended (or broke) without `done` nor `error`
     http: Counter[int] = field(default_factory=Counter)
@@ -399,7 +404,12 @@ def _address(client: int) -> str:
 
 
 async def _turn(
-    http: httpx.AsyncClient, token: str, address: str, message: str, outcome: Outcome
+    http: httpx.AsyncClient,
+    token: str,
+    address: str,
+    message: str,
+    outcome: Outcome,
+    first: bool = False,
 ) -> None:
     """One chat turn over SSE in a fresh conversation, timed from the request being sent.
 
@@ -435,8 +445,8 @@ async def _turn(
                     elapsed = time.perf_counter() - start
                     if event == "safety" and not carded:
                         carded = True
-                        outcome.card.append(elapsed)
-                    elif event == "done":
+                        (outcome.first_card if first else outcome.card).append(elapsed)
+                    elif event == "done" and not first:
                         outcome.done.append(elapsed)
                 elif line.startswith("data:") and event in ("done", "error"):
                     data = json.loads(line.removeprefix("data:"))
@@ -497,8 +507,8 @@ async def closed_loop(
             https = [await stack.enter_async_context(httpx.AsyncClient(**options)) for _ in tokens]
 
         async def client(http: httpx.AsyncClient, token: str, address: str) -> None:
-            for _ in remaining:
-                await _turn(http, token, address, message, outcome)
+            for number, _ in enumerate(remaining):
+                await _turn(http, token, address, message, outcome, first=number == 0)
 
         started = time.perf_counter()
         await asyncio.gather(
@@ -559,14 +569,23 @@ def _counts(counter: Counter[Any]) -> str:
 
 def report(label: str, outcome: Outcome, total: int) -> None:
     card, done = sorted(outcome.card), sorted(outcome.done)
+    first = sorted(outcome.first_card)
     closed = outcome.no_response + outcome.no_done
     print(
-        f"  {label}: {total} turns, {len(done) / outcome.wall:6.1f} turns/s | card p50 "
+        f"  {label}: {total} turns, {(len(done) + len(first)) / outcome.wall:6.1f} turns/s | "
+        "card p50 "
         f"{_quantile(card, 0.5):6.1f} p90 {_quantile(card, 0.9):6.1f} p99 "
         f"{_quantile(card, 0.99):6.1f} max {_quantile(card, 1.0):6.1f} ms | done p50 "
         f"{_quantile(done, 0.5):6.1f} p99 {_quantile(done, 0.99):6.1f} ms",
         flush=True,
     )
+    if first:
+        print(
+            f"      not counted above, each client's first turn ({len(first)}, all at once): "
+            f"card p50 {_quantile(first, 0.5):.1f} p99 "
+            f"{_quantile(first, 0.99):.1f} ms",
+            flush=True,
+        )
     errors = f"; client errors: {_counts(outcome.errors)}" if outcome.errors else ""
     print(
         f"      closed without an answer: {closed} (no byte {outcome.no_response}, no done "
