@@ -7,7 +7,10 @@ database, with no model (provider ``none``: the deterministic fallback answers).
 - idle: ``--idle`` silent sockets (3,000 against ``max_connections`` 1,000), held 15 s;
 - slow headers: 100 clients sending one byte of a header every 2 s;
 - slow body: 100 clients sending the headers of a chat request, then one body byte every 2 s;
-- failed logins: 2,000 random tokens as fast as possible, from one address.
+- failed logins: 2,000 random tokens as fast as possible, from one address;
+- one greedy device: 5 requests always in flight against a one-slot model (the fake Ollama,
+  one second per answer, 4 waiting places), while another device sends one at a time: what
+  each of them got (a server of its own, with the fake model in it).
 
 Throughout each case, ``/healthz`` and a chat request (valid token) are probed every 200 ms
 from another address (as the reverse proxy tells it, ``X-Forwarded-For``): success rate and
@@ -45,35 +48,54 @@ from server.db import repository
 from server.db.migrate import upgrade
 from server.db.session import make_engine, make_session_factory
 from server.settings import AdmissionSettings, LimitsSettings, Settings
+from tests.fakes import DEFAULT_MODEL, Behaviour, FakeOllama
 
 HOST = "127.0.0.1"
 PROBE_FROM = {"X-Forwarded-For": "198.51.100.10"}  # a person, behind the reverse proxy
 ATTACKER = {"X-Forwarded-For": "203.0.113.66"}
 
 
-def _settings(database_url: str, data_dir: Path, max_connections: int) -> Settings:
+def _settings(
+    database_url: str, data_dir: Path, max_connections: int, model_url: str | None = None
+) -> Settings:
+    provider = (
+        ProviderConfig(type="none")
+        if model_url is None
+        else ProviderConfig(base_url=model_url, model=DEFAULT_MODEL, parallel=1)
+    )
     return Settings(
         database_url=database_url,
-        provider=ProviderConfig(type="none"),
-        admission=AdmissionSettings(quota_per_device=None, quota_global=None),
+        provider=provider,
+        admission=AdmissionSettings(quota_per_device=None, quota_global=None, max_waiting=4),
         limits=LimitsSettings(max_connections=max_connections),
         warm_up=False,
+        cache_ttl_s=0,  # every answer generated: the greedy case measures the model slot
         data_dir=data_dir,
         log_level="INFO",
     )
 
 
-def _child(database_url: str, data_dir: Path, port: int, max_connections: int) -> None:
+def _child(
+    database_url: str, data_dir: Path, port: int, max_connections: int, fake: bool = False
+) -> None:
     import uvicorn
 
     from server.logs import configure_logging
     from server.main import create_app
     from server.serving import uvicorn_options
 
-    settings = _settings(database_url, data_dir, max_connections)
-    configure_logging(settings.log_level, settings.limits.log_interval_s)
-    app = create_app(settings, migrate=False, freeze_gc=True)
-    uvicorn.run(app, host=HOST, port=port, **uvicorn_options(settings))
+    with contextlib.ExitStack() as stack:
+        model_url = None
+        if fake:  # one second per answer: 20 chunks 50 ms apart
+            answer = Behaviour.normal("Notez la date et l'heure de chaque épisode. " * 2,
+                                      chunk_size=4, delay=0.05)  # fmt: skip
+            model_url = stack.enter_context(
+                FakeOllama(models=[DEFAULT_MODEL], loaded=True, default=answer)
+            ).url
+        settings = _settings(database_url, data_dir, max_connections, model_url)
+        configure_logging(settings.log_level, settings.limits.log_interval_s)
+        app = create_app(settings, migrate=False, freeze_gc=True)
+        uvicorn.run(app, host=HOST, port=port, **uvicorn_options(settings))
 
 
 class Probe:
@@ -202,6 +224,93 @@ async def login_case(url: str, attempts: int, concurrency: int = 50) -> dict[str
     return {"statuses": statuses, "rate": attempts / elapsed}
 
 
+async def greedy_case(url: str, greedy: str, other: str, duration_s: float) -> dict[str, Any]:
+    """A device keeps 5 requests in flight; another sends one at a time. What each got."""
+    got: dict[str, Counter[str]] = {"greedy": Counter(), "other": Counter()}
+    end = time.monotonic() + duration_s
+    limits = httpx.Limits(max_connections=20)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+
+        async def sender(who: str, token: str) -> None:
+            n = 0
+            while time.monotonic() < end:
+                n += 1
+                body = {
+                    "conversation_id": f"{who}-{secrets.token_hex(3)}",
+                    "client_message_id": f"m{n}",
+                    "message": "le voisin crie la nuit",
+                }
+                try:
+                    response = await http.post(
+                        "/v1/chat", json=body, headers={"Authorization": f"Bearer {token}"}
+                    )
+                except httpx.HTTPError as exc:
+                    got[who][type(exc).__name__] += 1
+                    continue
+                answer = response.json()
+                status = (
+                    f"{answer['source']}/{answer['status']}"
+                    if "status" in answer
+                    else answer["error"]["code"]
+                )
+                got[who][f"{response.status_code} {status}"] += 1
+                if response.status_code == 429:  # as a client told to wait
+                    await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+
+        await asyncio.gather(*(sender("greedy", greedy) for _ in range(5)), sender("other", other))
+    return {"statuses": got["greedy"], "other": got["other"]}
+
+
+def _greedy_row(args: argparse.Namespace, folder: Path) -> tuple[str, str, str, str, str, str, str]:
+    """The greedy-device case, on a server of its own with the fake model."""
+    database_url = f"sqlite:///{folder / 'greedy.db'}"
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    with make_session_factory(engine)() as session:
+        greedy = repository.create_device(session, "greedy")[1]
+        other = repository.create_device(session, "other")[1]
+    engine.dispose()
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port = sock.getsockname()[1]
+    log = folder / "greedy.log"
+    child = subprocess.Popen(  # noqa: S603 - this very script, fixed arguments
+        [sys.executable, __file__, "--fake", "--child", database_url, str(folder / "greedy-data"),
+         str(port)], stderr=log.open("wb"), stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://{HOST}:{port}"
+    try:
+        _wait_ready(url, child, log)
+        result = asyncio.run(greedy_case(url, greedy, other, 20.0))
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+    return (
+        "greedy device x5",
+        _show(result["statuses"]),
+        "at most 2 in flight, 1 waiting",
+        "-",
+        "-",
+        f"other device: {_show(result['other'])}",
+        f"{_size(log) / 1024:.1f} KiB",
+    )
+
+
+def _show(counts: Counter[str]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+
+
+def _wait_ready(url: str, child: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and child.poll() is None:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the server did not start: see {log}")
+
+
 async def run_case(url: str, token: str, pid: int, log: Path,
                    case: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:  # fmt: skip
     probe = Probe(url, token)
@@ -240,9 +349,11 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--logins", type=int, default=2000)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--fake", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child[0], Path(args.child[1]), int(args.child[2]), args.max_connections)
+        _child(args.child[0], Path(args.child[1]), int(args.child[2]), args.max_connections,
+               args.fake)  # fmt: skip
         return 0
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # our side opens thousands
@@ -264,15 +375,7 @@ def main() -> int:
         stderr=log.open("wb"), stdout=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and child.poll() is None:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            raise RuntimeError(f"the server did not start: see {log}")
+        _wait_ready(url, child, log)
         print(f"server pid {child.pid} on {url}, max_connections {args.max_connections}, "
               f"header/body timeouts 10 s; our RLIMIT_NOFILE {soft} -> {hard}")  # fmt: skip
         print(f"server log: {log}")
@@ -302,6 +405,8 @@ def main() -> int:
                          probe.summary("healthz"), probe.summary("chat"),
                          f"{result['stderr'] / 1024:.1f} KiB"))  # fmt: skip
             time.sleep(1.0)
+        print("  running: greedy device x5", flush=True)
+        rows.append(_greedy_row(args, folder))
         header = ("case", "statuses the abusers got", "abusive connections", "server fds",
                   "/healthz", "chat", "stderr")  # fmt: skip
         widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
