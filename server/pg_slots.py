@@ -9,11 +9,11 @@ places at once: the lease is the connection. (Locks are re-entrant within a sess
 process keeps the set it holds and never asks twice for one.)
 
 Keys are derived from the server's URL (a slot of ``http://pc-llm:11434`` is the same lock for
-every process that talks to it) and from a hash of the device. A process's waiters queue here,
-first come first served, and one poller per process tries for a free slot every ``poll_s``
-for the first of them that can use it; a newcomer does not take a free slot while turns wait
-anywhere, so that waiters are served before arrivals (across processes, in the order their
-polls find a slot).
+every process that talks to it) and from a hash of the device. Waiters are served first come,
+first served across processes: each draws a ticket from a sequence (migration 0005) and holds
+it as a lock too, and only the holders of the oldest tickets (as many as there are slots) may
+take a slot when one frees. One poller per process looks every ``poll_s`` for its waiters; a
+newcomer does not take a free slot while turns wait anywhere.
 
 When PostgreSQL cannot be reached, turns fall back to this process's ``LocalSlots``: the
 person still gets an answer, and the bound holds per process until the database is back.
@@ -62,6 +62,7 @@ def _device_key(device: str) -> int:
 
 _WAITING = _key("nuisances:waiting")
 _DEVICE = _key("nuisances:device-waiting")
+_TICKET = _key("nuisances:ticket")
 
 
 def _exhausted(exc: BaseException) -> bool:
@@ -72,6 +73,7 @@ def _exhausted(exc: BaseException) -> bool:
 @dataclass(eq=False)
 class _Waiter:
     avoid: frozenset[int]
+    ticket: int
     granted: asyncio.Future[tuple[int, Key]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -197,6 +199,19 @@ class PgSlots:
         )
         return bool(count)
 
+    async def _first_tickets(self, count: int) -> set[int]:
+        """The ``count`` oldest tickets of the turns waiting now, in every process."""
+        async with self._lock:
+            if self._connection is None or self._connection.closed:
+                await self._connect()
+            assert self._connection is not None  # noqa: S101 - just made
+            cursor = await self._connection.execute(
+                "SELECT objid::int8 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                "AND classid = %s::int4::oid AND objsubid = 2 ORDER BY objid LIMIT %s",
+                (_TICKET, count),
+            )
+            return {int(row[0]) for row in await cursor.fetchall()}
+
     # -- the protocol ---------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
@@ -252,7 +267,15 @@ class PgSlots:
                 await asyncio.shield(self._unlock(place))
 
     async def _wait(self, avoid: frozenset[int], started: float) -> tuple[int, Key]:
-        waiter = _Waiter(avoid)
+        ticket = int(await self._value("SELECT nextval('slot_tickets')::int4", ()))
+        if not await self._try((_TICKET, ticket)):  # only after 2**31 tickets, at a wrap
+            raise Busy("no ticket to wait with", stage="admission")
+        try:
+            return await self._queued(_Waiter(avoid, ticket), started)
+        finally:
+            await asyncio.shield(self._unlock((_TICKET, ticket)))
+
+    async def _queued(self, waiter: _Waiter, started: float) -> tuple[int, Key]:
         self._queue.append(waiter)
         if self._poller is None or self._poller.done():
             self._poller = asyncio.create_task(self._poll())
@@ -272,9 +295,13 @@ class PgSlots:
 
     async def _poll(self) -> None:
         """Hand free slots to this process's waiters, in their order, until none waits."""
+        slots = sum(parallel for _, parallel in self.servers)
         try:
             while self._queue:
+                first = await self._first_tickets(slots)
                 for waiter in list(self._queue):
+                    if waiter.ticket not in first:
+                        continue  # older tickets, here or in another process, go first
                     got = await self._take_slot(waiter.avoid)
                     if got is None:
                         continue

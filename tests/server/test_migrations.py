@@ -42,7 +42,7 @@ def test_a_turn_stored_before_0003_replays_and_conflicts_after_it(database_url: 
             connection.execute(text("SELECT setval('conversations_id_seq', 1)"))
     engine.dispose()
     upgrade(database_url)
-    assert current_revision(database_url) == "0004"  # the head: every later revision applies too
+    assert current_revision(database_url) == "0005"  # the head: every later revision applies too
     engine = make_engine(database_url)
     claim: dict[str, Any] = {"category": "rien", "rules": [], "topics": [], "region": None}
     with make_session_factory(engine)() as session:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from llm.errors import Busy
+from server.db.migrate import upgrade
 from server.pg_slots import PgSlots
 from tests.database import postgres_database
 
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def database_url() -> Iterator[str]:
     with postgres_database() as url:
+        upgrade(url)  # the waiters' tickets are a sequence of the schema
         yield url
 
 
@@ -199,5 +201,39 @@ async def test_many_waiters_share_one_connection_per_process_and_one_slot(
     await asyncio.gather(*tasks)
     assert (most, served) == (1, 60)
     assert during <= 2
+    for instance in processes:
+        await instance.close()
+
+
+async def test_waiters_in_several_processes_are_served_in_their_order(database_url: str) -> None:
+    """Three processes, one slot: the turns that waited are served in the order they came,
+    whichever process they wait in (not in the order each process's poll finds the slot)."""
+    server = _server()
+    processes = [
+        PgSlots(database_url, [(server, 1)], max_waiting=20, wait_s=30, poll_s=0.01)
+        for _ in range(3)
+    ]
+    order: list[int] = []
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with processes[0].slot("holder"):
+            await release.wait()
+
+    async def turn(number: int) -> None:
+        async with processes[number % 3].slot(f"device-{number}"):
+            order.append(number)
+            await asyncio.sleep(0.005)
+
+    holder = asyncio.create_task(hold())
+    await asyncio.sleep(0.1)
+    waiting = []
+    for number in range(12):
+        waiting.append(asyncio.create_task(turn(number)))
+        await asyncio.sleep(0.03)  # each has drawn its ticket before the next comes
+    release.set()
+    await holder
+    await asyncio.gather(*waiting)
+    assert order == list(range(12))
     for instance in processes:
         await instance.close()
