@@ -98,12 +98,41 @@ class RepeatFilter(logging.Filter):
             record.suppressed = int(seen[1])
         return True
 
+    def quiet(self) -> list[tuple[tuple[str, str, str], int]]:
+        """Conditions with lines left out whose interval is over (a flood that stopped): each
+        with its count, which is reset."""
+        now = self.clock()
+        found = []
+        with self._lock:
+            for key, seen in self._seen.items():
+                if seen[1] and now - seen[0] >= self.interval_s:
+                    found.append((key, int(seen[1])))
+                    seen[1] = 0
+        return found
+
+
+_active: RepeatFilter | None = None
+
+
+def flush_suppressed() -> None:
+    """Log once more each condition that went quiet with lines left out, with their count,
+    so that a flood shorter than the interval is still counted (called periodically)."""
+    if _active is None:
+        return
+    for (name, message, error), count in _active.quiet():
+        extra: dict[str, object] = {"suppressed": count}
+        if error != "None":
+            extra["error"] = error
+        logging.getLogger(name).warning(message, extra=extra)
+
 
 def configure_logging(level: str = "INFO", interval_s: float = 10.0) -> None:
     """JSON lines on stderr; repeated warnings and errors at most once per ``interval_s``."""
+    global _active
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
-    handler.addFilter(RepeatFilter(interval_s))
+    _active = RepeatFilter(interval_s)
+    handler.addFilter(_active)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

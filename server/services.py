@@ -37,6 +37,7 @@ from safety import Detection, detect
 from server.cache_store import SqlCacheStore, cache_secret
 from server.db import repository
 from server.db.session import make_engine, make_session_factory
+from server.logs import flush_suppressed
 from server.metrics import Metrics, multiprocess_dir
 from server.pg_slots import PgSlots
 from server.privacy import Tags
@@ -217,6 +218,7 @@ class Services:
         while True:
             await asyncio.sleep(self.settings.spool_replay_s)
             self.metrics.sample()
+            flush_suppressed()
             await self.maintain()
             if loop.time() - last_refresh >= self.settings.token_refresh_s:
                 last_refresh = loop.time()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from server.logs import RepeatFilter, configure_logging
+from server.logs import RepeatFilter, configure_logging, flush_suppressed
 
 
 class Clock:
@@ -129,3 +129,21 @@ def test_configure_logging_keeps_its_old_signature(stderr: io.StringIO) -> None:
     (repeat,) = [f for f in handler.filters if isinstance(f, RepeatFilter)]
     assert repeat.interval_s == 10.0
     assert logging.getLogger().level == logging.WARNING
+
+
+def test_a_flood_that_stops_within_the_interval_is_still_counted(stderr: io.StringIO) -> None:
+    configure_logging("INFO", interval_s=0.2)
+    redirect(stderr)
+    log = logging.getLogger("nuisances.slots")
+    for _ in range(50):
+        log.warning("slots without the database", extra={"error": "OperationalError"})
+    flush_suppressed()  # too early: the interval is not over, nothing to say yet
+    import time
+
+    time.sleep(0.25)
+    flush_suppressed()  # the maintenance round, later
+    flush_suppressed()  # nothing new since: no second line
+    lines = [json.loads(line) for line in stderr.getvalue().splitlines()]
+    slots = [line for line in lines if line["logger"] == "nuisances.slots"]
+    assert [line.get("suppressed") for line in slots] == [None, 49]
+    assert {line["error"] for line in slots} == {"OperationalError"}
