@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -119,11 +120,7 @@ class Services:
 
     async def stored(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         """``function(session, *args, **kwargs)`` in a session, in the storage threads."""
-
-        def call() -> Any:
-            with self.sessions() as session:
-                return function(session, *args, **kwargs)
-
+        call = functools.partial(self._call, function, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._storage, call)
 
     async def detect(self, text: str) -> Detection:
@@ -251,9 +248,9 @@ class Services:
         if recovered:
             log.warning("turns left running marked failed", extra={"turns": recovered})
 
-    def _call(self, function: Any, *args: Any) -> Any:
+    def _call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         with self.sessions() as session:
-            return function(session, *args)
+            return function(session, *args, **kwargs)
 
     def restore(self, records: list[dict[str, Any]]) -> None:
         """Write spooled turns into the database in one transaction, in order."""
