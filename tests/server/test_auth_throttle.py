@@ -249,15 +249,16 @@ async def test_many_new_devices_behind_one_address_are_never_refused(
     database_url: str, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upgrade(database_url)
-    engine = make_engine(database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            tokens = [repository.create_device(session, f"phone {n}")[1] for n in range(60)]
-    finally:
-        engine.dispose()
     settings = make_settings(database_url, fake_ollama.url)  # default limits
     lookups, peak = counted_lookups(monkeypatch)
     async with clients(create_app(settings), "203.0.113.66") as (office,):
+        # Made after the start (the tokens loaded then do not have them): each is looked up.
+        engine = make_engine(database_url)
+        try:
+            with make_session_factory(engine)() as session:
+                tokens = [repository.create_device(session, f"phone {n}")[1] for n in range(60)]
+        finally:
+            engine.dispose()
         first = await asyncio.gather(
             *(office.get("/v1/directory", headers=auth(token)) for token in tokens)
         )
