@@ -99,6 +99,10 @@ class LocalSlots:
         else:
             self._down.add(server)
 
+    def is_down(self, server: int) -> bool:
+        """The last call or health check found ``server`` away."""
+        return server in self._down
+
     def _free(self, avoid: frozenset[int]) -> int | None:
         """A server with a free slot: one not known down first, else any."""
         free = [i for i, cap in enumerate(self.capacity) if i not in avoid and self._busy[i] < cap]

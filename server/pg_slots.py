@@ -104,18 +104,13 @@ class PgSlots:
         self._queue: collections.deque[_Waiter] = collections.deque()
         self._poller: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
-        self._down: set[int] = set()
 
     @property
     def waiting(self) -> int:
         return len(self._queue) + self.local.waiting
 
     def mark(self, server: int, up: bool) -> None:
-        self.local.mark(server, up)
-        if up:
-            self._down.discard(server)
-        else:
-            self._down.add(server)
+        self.local.mark(server, up)  # one record of the servers down, used by both
 
     async def close(self) -> None:
         if self._poller is not None:
@@ -129,7 +124,8 @@ class PgSlots:
 
     # -- statements ---------------------------------------------------------------------------
 
-    async def _value(self, statement: str, params: tuple[int, ...]) -> Any:
+    async def _rows(self, statement: str, params: tuple[int, ...]) -> list[tuple[Any, ...]]:
+        """Run one statement on this process's connection (made again if it was lost)."""
         async with self._lock:
             if self._connection is None or self._connection.closed:
                 await self._connect()
@@ -140,8 +136,11 @@ class PgSlots:
                 with contextlib.suppress(Exception):
                     await self._connection.close()
                 raise
-            row = await cursor.fetchone()
-            return None if row is None else row[0]
+            return list(await cursor.fetchall())
+
+    async def _value(self, statement: str, params: tuple[int, ...]) -> Any:
+        rows = await self._rows(statement, params)
+        return rows[0][0] if rows else None
 
     async def _connect(self) -> None:
         self._connection = await psycopg.AsyncConnection.connect(
@@ -180,7 +179,7 @@ class PgSlots:
 
     async def _take_slot(self, avoid: frozenset[int]) -> tuple[int, Key] | None:
         order = sorted(
-            (i for i in range(len(self.servers)) if i not in avoid), key=lambda i: i in self._down
+            (i for i in range(len(self.servers)) if i not in avoid), key=self.local.is_down
         )
         for server in order:
             key, parallel = self.servers[server]
@@ -201,16 +200,12 @@ class PgSlots:
 
     async def _first_tickets(self, count: int) -> set[int]:
         """The ``count`` oldest tickets of the turns waiting now, in every process."""
-        async with self._lock:
-            if self._connection is None or self._connection.closed:
-                await self._connect()
-            assert self._connection is not None  # noqa: S101 - just made
-            cursor = await self._connection.execute(
-                "SELECT objid::int8 FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                "AND classid = %s::int4::oid AND objsubid = 2 ORDER BY objid LIMIT %s",
-                (_TICKET, count),
-            )
-            return {int(row[0]) for row in await cursor.fetchall()}
+        rows = await self._rows(
+            "SELECT objid::int8 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND classid = %s::int4::oid AND objsubid = 2 ORDER BY objid LIMIT %s",
+            (_TICKET, count),
+        )
+        return {int(row[0]) for row in rows}
 
     # -- the protocol ---------------------------------------------------------------------------
 

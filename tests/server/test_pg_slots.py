@@ -237,3 +237,16 @@ async def test_waiters_in_several_processes_are_served_in_their_order(database_u
     assert order == list(range(12))
     for instance in processes:
         await instance.close()
+
+
+async def test_a_server_marked_down_is_tried_last(database_url: str) -> None:
+    slots = PgSlots(database_url, [(_server(), 1), (_server(), 1)], max_waiting=0)
+    slots.mark(0, up=False)
+    async with slots.slot("a") as first:
+        assert first.server == 1
+        async with slots.slot("b") as second:  # the one left, down or not
+            assert second.server == 0
+    slots.mark(0, up=True)
+    async with slots.slot("c") as grant:
+        assert grant.server == 0
+    await slots.close()
